@@ -1,0 +1,35 @@
+// apps/mamba-asr/commands.h
+// The subcommands of `mamba-asr`. Each file adds its subcommand to the CLI11 app and returns the
+// function that runs it once the command line has been parsed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace masr::cli {
+
+struct GlobalOptions {
+  int verbose = 0;      // -v (repeatable)
+  bool quiet = false;   // -q
+  std::string device = "auto";
+  int threads = 0;      // 0: LibTorch's default
+};
+
+using Runner = std::function<int()>;
+
+Runner add_train_command(CLI::App& app, GlobalOptions& global);
+Runner add_decode_command(CLI::App& app, GlobalOptions& global);
+Runner add_bench_command(CLI::App& app, GlobalOptions& global);
+Runner add_detect_command(CLI::App& app, GlobalOptions& global);
+Runner add_features_command(CLI::App& app, GlobalOptions& global);
+
+// -v, -q, --device, --threads. On the root app; `train` repeats them because its unknown options
+// are hparams overrides rather than falling through to the root.
+void add_global_options(CLI::App& app, GlobalOptions& global);
+
+// A subcommand whose engine is not part of this build yet: a clear message and exit code 1.
+[[noreturn]] void not_available(const std::string& command, const std::string& what);
+
+}  // namespace masr::cli

@@ -1,0 +1,141 @@
+// apps/mamba-asr/main.cpp
+// The `mamba-asr` binary: global options, subcommand dispatch, and the one place where errors
+// are caught, printed and turned into exit codes (docs/cli.md lists them).
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/version.h"
+#include "runtime/device.h"
+#include "runtime/registration.h"
+
+namespace {
+
+std::string version_text() {
+  const auto info = masr::runtime::build_info();
+  std::string out = std::string("mamba-asr ") + masr::version_string() + " (commit " +
+                    masr::git_commit() + ")\n";
+  out += "LibTorch " + info.torch_version + "\n";
+  out += std::string("CUDA: ") +
+         (info.cuda_available ? "available, " + std::to_string(info.cuda_devices) + " device(s)"
+                              : "not available") +
+         (info.cuda_compiled ? " (built with CUDA kernels)" : " (CPU build)") + "\n";
+  out += std::string("MPS: ") + (info.mps_available ? "available" : "not available") + "\n";
+  return out;
+}
+
+// The usage line of the (sub)command a parse error belongs to, so the user sees what is expected.
+void print_usage(CLI::App& app) {
+  CLI::App* target = &app;
+  while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
+  const std::string help = target->help();
+  const size_t usage = help.find("Usage:");
+  if (usage != std::string::npos) {
+    std::string line = help.substr(usage, help.find('\n', usage) - usage);
+    if (target != &app) line.replace(0, 7, "Usage: mamba-asr ");
+    std::cerr << line << "\n";
+  }
+  std::cerr << "Run '" << (target == &app ? "mamba-asr" : "mamba-asr " + target->get_name())
+            << " --help' for more.\n";
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "mamba-asr: speech recognition with ConMamba, Conformer and Transformer models.\n"
+      "Train from SpeechBrain-style hparams files, decode audio, benchmark and tune to the "
+      "machine.\n\n"
+      "Examples:\n"
+      "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --data_folder data --dry-run\n"
+      "  mamba-asr decode --model results/ctc/model.masr audio.wav\n"
+      "  mamba-asr detect",
+      "mamba-asr"};
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  masr::cli::GlobalOptions global;
+  bool show_version = false;
+  app.add_flag("--version", show_version, "Print the version, git commit, LibTorch and devices");
+  masr::cli::add_global_options(app, global);
+  app.require_subcommand(0, 1);
+  app.fallthrough();  // global options are accepted after the subcommand name too
+
+  std::vector<std::pair<CLI::App*, masr::cli::Runner>> commands;
+  auto add = [&](masr::cli::Runner (*adder)(CLI::App&, masr::cli::GlobalOptions&)) {
+    const size_t before = app.get_subcommands({}).size();
+    masr::cli::Runner runner = adder(app, global);
+    commands.emplace_back(app.get_subcommands({})[before], std::move(runner));
+  };
+  add(masr::cli::add_train_command);
+  add(masr::cli::add_decode_command);
+  add(masr::cli::add_bench_command);
+  add(masr::cli::add_detect_command);
+  add(masr::cli::add_features_command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    print_usage(app);
+    return static_cast<int>(masr::ExitCode::kUsage);
+  }
+
+  if (show_version) {
+    std::cout << version_text();
+    return 0;
+  }
+  masr::set_log_level(global.quiet           ? masr::LogLevel::kWarn
+                      : global.verbose > 0 ? masr::LogLevel::kDebug
+                                           : masr::LogLevel::kInfo);
+  masr::runtime::apply_threads(global.threads);
+  masr::runtime::parse_device(global.device);  // reject a malformed --device early
+
+  for (auto& [sub, runner] : commands) {
+    if (sub->parsed()) return runner();
+  }
+  std::cerr << app.help();
+  return static_cast<int>(masr::ExitCode::kUsage);
+}
+
+}  // namespace
+
+namespace masr::cli {
+
+void add_global_options(CLI::App& app, GlobalOptions& global) {
+  app.add_flag("-v,--verbose", global.verbose, "More messages (repeat for debug output)");
+  app.add_flag("-q,--quiet", global.quiet, "Only warnings and errors");
+  app.add_option("--device", global.device, "Where to compute: auto, cpu, cuda, cuda:N or mps")
+      ->capture_default_str();
+  app.add_option("--threads", global.threads, "CPU threads for LibTorch (0: its default)")
+      ->capture_default_str();
+}
+
+void not_available(const std::string& command, const std::string& what) {
+  throw Error(ErrorKind::kInput, "mamba-asr " + command + ": " + what +
+                                     " is not available in this build yet (docs/cli.md says what "
+                                     "each subcommand does today)");
+}
+
+}  // namespace masr::cli
+
+int main(int argc, char** argv) {
+  try {
+    masr::runtime::register_all_classes();
+    return run(argc, argv);
+  } catch (const masr::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return static_cast<int>(e.exit_code());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return static_cast<int>(masr::ExitCode::kFailure);
+  } catch (const std::exception& e) {
+    // LibTorch (c10::Error) and the standard library report through std::exception.
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return static_cast<int>(masr::ExitCode::kFailure);
+  }
+}

@@ -1,0 +1,222 @@
+// lib/hparams/builder.cpp
+#include "hparams/builder.h"
+
+#include <map>
+
+#include "core/error.h"
+
+namespace masr::hparams {
+namespace {
+
+const char* kNewTag = "!new:";
+const char* kNameTag = "!name:";
+const char* kApplyTag = "!apply:";
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+class Builder {
+ public:
+  Builder(const Registry& registry, std::vector<BuiltObject>& objects)
+      : registry_(registry), objects_(objects) {}
+
+  Value build(const NodePtr& in, const std::string& key) {
+    const NodePtr node = in->resolved_to ? in->resolved_to : in;
+    auto memo = memo_.find(node.get());
+    if (memo != memo_.end()) return memo->second;
+    for (const Node* open : stack_) {
+      if (open == node.get()) {
+        throw_config_error("hparams: " + node->where.str() + ": '" + key +
+                           "' contains a reference to itself (a reference cycle)");
+      }
+    }
+    stack_.push_back(node.get());
+    Value value = build_node(*node, key);
+    stack_.pop_back();
+    if (value.where().file.empty()) value.set_origin(node->where, key);
+    memo_[node.get()] = value;
+    return value;
+  }
+
+ private:
+  Value build_node(const Node& node, const std::string& key) {
+    const std::string& tag = node.tag;
+    if (tag.empty()) return build_plain(node, key);
+    if (starts_with(tag, kNewTag)) return build_new(node, key, tag.substr(5));
+    if (starts_with(tag, kNameTag)) return build_name(node, key, tag.substr(6));
+    if (starts_with(tag, kApplyTag)) return build_apply(node, key, tag.substr(7));
+    if (tag == "!tuple") return build_tuple(node, key);
+    if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
+        tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:null") {
+      return build_standard(node, key);
+    }
+    if (starts_with(tag, "!module:")) {
+      throw_config_error("hparams: " + node.where.str() + ": '" + key +
+                         "': !module: (a Python module) has no meaning in mamba-asr");
+    }
+    throw_config_error("hparams: " + node.where.str() + ": '" + key + "' has the unknown tag '" +
+                       tag +
+                       "'. Supported: !ref, !copy, !new:, !name:, !apply:, !include:, "
+                       "!PLACEHOLDER, !tuple");
+  }
+
+  Value build_plain(const Node& node, const std::string& key) {
+    if (node.is_scalar()) {
+      Value v = node.value;
+      return v.set_origin(node.where, key);
+    }
+    if (node.is_sequence()) {
+      Value::List items;
+      for (size_t i = 0; i < node.items.size(); ++i) {
+        items.push_back(build(node.items[i], key + "[" + std::to_string(i) + "]"));
+      }
+      return Value::list(std::move(items)).set_origin(node.where, key);
+    }
+    Value::Map entries;
+    for (const auto& [k, child] : node.entries) {
+      entries.emplace_back(k, build(child, key.empty() ? k : key + "[" + k + "]"));
+    }
+    return Value::map(std::move(entries)).set_origin(node.where, key);
+  }
+
+  Value build_tuple(const Node& node, const std::string& key) {
+    if (node.is_sequence()) {
+      Value list = build_plain(node, key);
+      return Value::tuple(list.items()).set_origin(node.where, key);
+    }
+    if (node.is_scalar()) {
+      std::string text = node.text;
+      if (text.empty() || text.front() != '(') text = "(" + text + ")";
+      return parse_plain_scalar(text, node.where).set_origin(node.where, key);
+    }
+    throw_config_error("hparams: " + node.where.str() + ": '" + key +
+                       "': !tuple takes a list or a scalar such as (1, 2)");
+  }
+
+  Value build_standard(const Node& node, const std::string& key) {
+    Value v = parse_plain_scalar(node.text, node.where);
+    const std::string& tag = node.tag;
+    const bool ok = (tag.find(":int") != std::string::npos && v.type() == Value::Type::kInt) ||
+                    (tag.find(":float") != std::string::npos && v.is_number()) ||
+                    (tag.find(":bool") != std::string::npos && v.type() == Value::Type::kBool) ||
+                    (tag.find(":null") != std::string::npos && v.is_null());
+    if (!ok) {
+      throw_config_error("hparams: " + node.where.str() + ": '" + key + "': '" + node.text +
+                         "' is not a valid " + tag.substr(tag.rfind(':') + 1));
+    }
+    if (tag.find(":float") != std::string::npos) v = Value::real(v.as_double());
+    return v.set_origin(node.where, key);
+  }
+
+  const ClassInfo& find_class(const Node& node, const std::string& key, const std::string& name) {
+    const ClassInfo* info = registry_.find(name);
+    if (info != nullptr) return *info;
+    std::string suggestions;
+    for (const auto& close : registry_.closest(name)) {
+      suggestions += (suggestions.empty() ? "" : ", ") + close;
+    }
+    throw_config_error("hparams: " + node.where.str() + ": '" + key + "': unknown class '" + name +
+                       "'. Closest registered names: " + suggestions +
+                       ". (`mamba-asr train --list-classes` lists all.)");
+  }
+
+  Args collect_args(const Node& node, const std::string& key, const std::string& callee) {
+    Args args;
+    args.callee = callee;
+    args.where = node.where;
+    args.key = key;
+    auto add_keywords = [&](const Node& mapping, const std::string& at) {
+      for (const auto& [k, child] : mapping.entries) {
+        args.keywords.emplace_back(k, build(child, at + "[" + k + "]"));
+      }
+    };
+    auto add_positional = [&](const Node& sequence, const std::string& at) {
+      for (size_t i = 0; i < sequence.items.size(); ++i) {
+        args.positional.push_back(build(sequence.items[i], at + "[" + std::to_string(i) + "]"));
+      }
+    };
+    if (node.is_mapping()) {
+      const NodePtr* a = const_cast<Node&>(node).find("_args");
+      const NodePtr* kw = const_cast<Node&>(node).find("_kwargs");
+      if (a != nullptr && kw != nullptr && node.entries.size() == 2) {
+        const Node& positional = *((*a)->resolved_to ? (*a)->resolved_to : *a);
+        const Node& keywords = *((*kw)->resolved_to ? (*kw)->resolved_to : *kw);
+        if (!positional.is_sequence() || !keywords.is_mapping()) {
+          throw_config_error("hparams: " + node.where.str() + ": '" + key +
+                             "': _args must be a list and _kwargs a mapping");
+        }
+        add_positional(positional, key + "[_args]");
+        add_keywords(keywords, key + "[_kwargs]");
+      } else {
+        add_keywords(node, key);
+      }
+    } else if (node.is_sequence()) {
+      add_positional(node, key);
+    } else if (!node.text.empty()) {
+      throw_config_error("hparams: " + node.where.str() + ": '" + key + "': the arguments of " +
+                         callee + " must be a mapping (keywords) or a list (positional), not '" +
+                         node.text + "'");
+    }
+    return args;
+  }
+
+  Value build_new(const Node& node, const std::string& key, const std::string& name) {
+    const ClassInfo& info = find_class(node, key, name);
+    if (info.kind != CallableKind::kClass) {
+      throw_config_error("hparams: " + node.where.str() + ": '" + key + "': " + name +
+                         " is a function, not a class: use !name: to bind it or !apply: to call "
+                         "it");
+    }
+    auto instance = std::make_shared<Instance>();
+    instance->info = &info;
+    instance->args = collect_args(node, key, name);
+    bind_arguments(info, instance->args, /*binding=*/false);
+    if (info.build) instance->object = info.build(instance->args);
+    objects_.push_back(BuiltObject{key, instance});
+    return Value::object(instance).set_origin(node.where, key);
+  }
+
+  Value build_name(const Node& node, const std::string& key, const std::string& name) {
+    const ClassInfo& info = find_class(node, key, name);
+    auto partial = std::make_shared<Partial>();
+    partial->info = &info;
+    partial->bound = collect_args(node, key, name);
+    bind_arguments(info, partial->bound, /*binding=*/true);
+    return Value::factory(partial).set_origin(node.where, key);
+  }
+
+  Value build_apply(const Node& node, const std::string& key, const std::string& name) {
+    const ClassInfo& info = find_class(node, key, name);
+    if (!info.apply) {
+      throw_config_error("hparams: " + node.where.str() + ": '" + key + "': " + name +
+                         " cannot be called with !apply: at load time (supported: "
+                         "torch.manual_seed)");
+    }
+    Args args = collect_args(node, key, name);
+    bind_arguments(info, args, /*binding=*/false);
+    return info.apply(args).set_origin(node.where, key);
+  }
+
+  const Registry& registry_;
+  std::vector<BuiltObject>& objects_;
+  std::map<const Node*, Value> memo_;
+  std::vector<const Node*> stack_;
+};
+
+}  // namespace
+
+Value build_values(const NodePtr& root, const Registry& registry,
+                   std::vector<BuiltObject>& objects) {
+  if (!root->is_mapping()) {
+    throw_config_error("hparams: " + root->where.str() +
+                       ": an hparams file must be a mapping of keys to values");
+  }
+  Builder builder(registry, objects);
+  Value::Map entries;
+  for (const auto& [key, child] : root->entries) {
+    Value value = builder.build(child, key);  // `__` keys are built (e.g. !apply: seeds) ...
+    if (key.rfind("__", 0) != 0) entries.emplace_back(key, std::move(value));  // ... then dropped
+  }
+  return Value::map(std::move(entries)).set_origin(root->where, "");
+}
+
+}  // namespace masr::hparams

@@ -1,0 +1,86 @@
+// lib/hparams/hparams.cpp
+#include "hparams/hparams.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "hparams/builder.h"
+#include "hparams/node.h"
+#include "hparams/resolver.h"
+
+namespace masr::hparams {
+namespace {
+
+Hparams load(NodePtr root, const std::string& name, const std::string& base_dir,
+             const LoadOptions& options) {
+  if (!root->is_mapping()) {
+    throw_config_error("hparams: " + name + " must be a mapping of keys to values (key: value)");
+  }
+  // Overrides are applied before references resolve, so `--seed 1` changes `<seed>` everywhere.
+  NodePtr overrides = std::make_shared<Node>();
+  overrides->kind = Node::Kind::kMapping;
+  for (const auto& [key, text] : options.overrides) {
+    NodePtr value = read_yaml_text("value: " + text, "--" + key);
+    NodePtr parsed = *value->find("value");
+    NodePtr one = std::make_shared<Node>();
+    one->kind = Node::Kind::kMapping;
+    one->entries.emplace_back(key, parsed);
+    apply_overrides(overrides, one, false, "");
+  }
+  if (!options.overrides_yaml.empty()) {
+    apply_overrides(overrides, read_yaml_text(options.overrides_yaml, "--overrides"), false, "");
+  }
+  apply_overrides(root, overrides, /*must_match=*/true, name);
+
+  std::vector<std::string> include_stack;
+  if (name != "<string>") {
+    std::error_code ec;
+    include_stack.push_back(std::filesystem::weakly_canonical(name, ec).string());
+  }
+  resolve_references(root, base_dir, overrides, include_stack);
+
+  const Registry& registry = options.registry ? *options.registry : Registry::global();
+  std::vector<BuiltObject> objects;
+  Value values = build_values(root, registry, objects);
+  return Hparams(name, std::move(values), std::move(objects));
+}
+
+}  // namespace
+
+Hparams load_file(const std::string& path, const LoadOptions& options) {
+  if (std::filesystem::is_directory(path)) {
+    throw_config_error("hparams: '" + path + "' is a folder; give an hparams .yaml file");
+  }
+  NodePtr root = read_yaml_file(path);
+  return load(root, path, std::filesystem::path(path).parent_path().string(), options);
+}
+
+Hparams load_text(const std::string& text, const LoadOptions& options, const std::string& name) {
+  return load(read_yaml_text(text, name), name, "", options);
+}
+
+std::vector<std::pair<std::string, std::string>> parse_override_args(
+    const std::vector<std::string>& args) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() < 3 || arg.rfind("--", 0) != 0) {
+      throw Error(ErrorKind::kUsage, "unexpected argument '" + arg +
+                                         "': hparams overrides take the form --key value or "
+                                         "--key=value");
+    }
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      out.emplace_back(arg.substr(2, eq - 2), arg.substr(eq + 1));
+      continue;
+    }
+    if (i + 1 >= args.size()) {
+      throw Error(ErrorKind::kUsage,
+                  "the option '" + arg + "' needs a value (hparams override: " + arg + " VALUE)");
+    }
+    out.emplace_back(arg.substr(2), args[++i]);
+  }
+  return out;
+}
+
+}  // namespace masr::hparams

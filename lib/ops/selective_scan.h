@@ -1,0 +1,39 @@
+// lib/ops/selective_scan.h
+// The Mamba (S6) selective scan, with padding handled per utterance.
+//
+//   h_t[d,n] = exp(delta_t[d] * A[d,n]) * h_{t-1}[d,n] + delta_t[d] * B_t[n] * u_t[d]
+//   y_t[d]   = sum_n C_t[n] * h_t[d,n] + D[d] * u_t[d]
+//   out_t[d] = y_t[d] * silu(z_t[d])                       (when z is given)
+// with delta <- softplus(delta + delta_bias) when options.delta_softplus.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+namespace masr::ops {
+
+struct ScanOptions {
+  bool delta_softplus = true;
+  // Scan from each utterance's last valid frame (lengths[b] - 1) down to frame 0. The input stays
+  // in its original time order: no flipped copies, and padding never reaches real frames.
+  bool reverse = false;
+};
+
+// Shapes: u, delta, z: (batch, channels, time); A: (channels, state); B, C: (batch, state, time);
+// D, delta_bias: (channels); lengths: int64 (batch), valid frames per utterance.
+// z, D, delta_bias and lengths may be undefined tensors (absent; no lengths = all frames valid).
+// Returns (batch, channels, time) in u's dtype; the state is kept in float32 (float64 for double
+// inputs); outputs at frames >= lengths[b] are zero. Differentiable in every floating input.
+at::Tensor selective_scan(const at::Tensor& u, const at::Tensor& delta, const at::Tensor& A,
+                          const at::Tensor& B, const at::Tensor& C, const at::Tensor& D,
+                          const at::Tensor& z, const at::Tensor& delta_bias,
+                          const at::Tensor& lengths, const ScanOptions& options = {});
+
+// The same computation written step by step with tensor operations (autograd through LibTorch):
+// slow, simple and obviously right; the reference that tests compare selective_scan against.
+at::Tensor selective_scan_reference(const at::Tensor& u, const at::Tensor& delta,
+                                    const at::Tensor& A, const at::Tensor& B, const at::Tensor& C,
+                                    const at::Tensor& D, const at::Tensor& z,
+                                    const at::Tensor& delta_bias, const at::Tensor& lengths,
+                                    const ScanOptions& options = {});
+
+}  // namespace masr::ops

@@ -1,0 +1,28 @@
+// lib/runtime/registration.cpp
+#include "runtime/registration.h"
+
+#include <ATen/Context.h>
+
+namespace masr::runtime {
+namespace {
+
+// `!apply:torch.manual_seed [N]`: seeds LibTorch's generators (CPU and CUDA) at load time, as
+// SpeechBrain does before any object with parameters is built, and records N for the runtime.
+void register_seed(hparams::Registry& registry) {
+  hparams::ClassInfo seed = *registry.find("torch.manual_seed");
+  seed.apply = [](const hparams::Args& args) {
+    const int64_t value = args.get("seed").as_int();
+    hparams::record_manual_seed(value);
+    at::manual_seed(static_cast<uint64_t>(value));
+    return hparams::Value();
+  };
+  registry.add(std::move(seed));
+}
+
+}  // namespace
+
+void register_all_classes(hparams::Registry& registry) {
+  register_seed(registry);
+}
+
+}  // namespace masr::runtime

@@ -1,0 +1,144 @@
+// tests/cli/test_cli.cpp
+// Runs the mamba-asr binary as a user would and checks exit codes and messages.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  const std::string command = std::string(MASR_EXE) + " " + args + " 2>&1";
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+const std::string kFixtures = MASR_TEST_FIXTURES;
+
+}  // namespace
+
+TEST_CASE("--help lists the subcommands and exits 0", "[cli]") {
+  const Result r = run("--help");
+  CHECK(r.code == 0);
+  for (const char* sub : {"train", "decode", "bench", "detect", "features"}) {
+    CHECK_THAT(r.output, Catch::Contains(sub));
+  }
+}
+
+TEST_CASE("every subcommand's --help teaches with an example", "[cli]") {
+  for (const char* sub : {"train", "decode", "bench", "detect", "features"}) {
+    const Result r = run(std::string(sub) + " --help");
+    INFO(sub << ": " << r.output);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("Examples:"));
+    CHECK_THAT(r.output, Catch::Contains(std::string("mamba-asr ") + sub));
+  }
+}
+
+TEST_CASE("--version names the version, the commit and LibTorch", "[cli]") {
+  const Result r = run("--version");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("mamba-asr 0."));
+  CHECK_THAT(r.output, Catch::Contains("commit"));
+  CHECK_THAT(r.output, Catch::Contains("LibTorch"));
+  CHECK_THAT(r.output, Catch::Contains("CUDA:"));
+  CHECK_THAT(r.output, Catch::Contains("MPS:"));
+}
+
+TEST_CASE("an unknown option or a missing argument prints the usage and exits 2", "[cli]") {
+  Result r = run("--no-such-option");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("no-such-option"));
+  CHECK_THAT(r.output, Catch::Contains("Usage"));
+
+  r = run("decode --model");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("Usage"));
+
+  r = run("decode");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("--model"));
+
+  r = run("features --format wav a.wav --out x");
+  CHECK(r.code == 2);
+
+  r = run("no-such-command");
+  CHECK(r.code == 2);
+
+  r = run("");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("Usage"));
+}
+
+TEST_CASE("global options are validated", "[cli]") {
+  Result r = run("--device tpu detect");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("--device 'tpu'"));
+
+  r = run("--device cuda:3 detect");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("CUDA"));
+
+  r = run("--threads -1 detect");
+  CHECK(r.code == 2);
+
+  r = run("--threads 1 -q detect --json");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("\"intra_op_threads\": 1"));
+}
+
+TEST_CASE("train --dry-run resolves a file and prints YAML and a summary", "[cli]") {
+  const Result r = run("train " + kFixtures + "/hparams/every_construct.yaml --dry-run --seed 11");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("seed: 11"));
+  CHECK_THAT(r.output, Catch::Contains("output_folder: results/demo/11"));
+  CHECK_THAT(r.output, Catch::Contains("n_warmup_steps: 3750"));
+  CHECK_THAT(r.output, Catch::Contains("Resolved "));
+}
+
+TEST_CASE("train --dry-run with an unset !PLACEHOLDER names the key", "[cli]") {
+  const Result r = run("train " + kFixtures + "/hparams/placeholder.yaml --dry-run");
+  CHECK(r.code == 3);
+  CHECK_THAT(r.output, Catch::Contains("'data_folder' is a !PLACEHOLDER"));
+  CHECK_THAT(r.output, Catch::Contains("--data_folder"));
+
+  const Result ok = run("train " + kFixtures + "/hparams/placeholder.yaml --dry-run --data_folder /d");
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.output, Catch::Contains("train_csv: /d/train.csv"));
+}
+
+TEST_CASE("train reports hparams errors with the file and exit code 3", "[cli]") {
+  Result r = run("train /nonexistent/file.yaml --dry-run");
+  CHECK(r.code == 3);
+  CHECK_THAT(r.output, Catch::Contains("/nonexistent/file.yaml"));
+
+  r = run("train " + kFixtures + "/hparams/placeholder.yaml --dry-run --data_folder /d --no_such_key 1");
+  CHECK(r.code == 3);
+  CHECK_THAT(r.output, Catch::Contains("'no_such_key' matches no top-level key"));
+
+  r = run("train " + kFixtures + "/hparams/placeholder.yaml --dry-run --data_folder");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("needs a value"));
+}
+
+TEST_CASE("subcommands whose engine is not built say so and exit 1", "[cli]") {
+  const Result r = run("decode --model m.masr a.wav");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.output, Catch::Contains("not available in this build"));
+}
