@@ -24,8 +24,11 @@ void print_summary(const hparams::Hparams& hp) {
             << hp.objects().size() << " objects (" << built << " built, "
             << hp.objects().size() - built << " declared).\n";
   for (const auto& object : hp.objects()) {
+    const auto& built_object = object.instance->object;
+    const std::string detail = built_object ? built_object->summary() : "";
     std::cerr << "  " << object.key << ": " << object.instance->info->name << " ["
-              << (object.instance->object ? "built" : "declared") << "]\n";
+              << (built_object ? "built" : "declared") << "]"
+              << (detail.empty() ? "" : "  " + detail) << "\n";
   }
   std::cerr << "(declared: arguments checked against the class's signature; the object is "
                "constructed by the subsystem that uses it)\n";

@@ -24,6 +24,8 @@ namespace masr::hparams {
 class Object {
  public:
   virtual ~Object() = default;
+  // One line for `train --dry-run` (e.g. "115,187,888 parameters"); empty for nothing to say.
+  virtual std::string summary() const { return ""; }
 };
 
 // Arguments of a `!new:`/`!name:`/`!apply:` node, after validation against the signature.

@@ -1,0 +1,50 @@
+// lib/runtime/benchmark.h
+// The benchmark protocol of `mamba-asr bench`: warm up, repeat, report median and spread, print
+// for people or as JSON lines. Subsystems register named benchmarks (register_benchmark) from
+// their register function; `mamba-asr bench NAME` runs them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace masr::runtime {
+
+struct BenchSettings {
+  int warmup = 3;
+  int repeat = 10;
+  std::string hparams;  // an optional model for benchmarks that need one
+};
+
+// One measured quantity: per-repetition samples of a time, plus a derived throughput.
+struct BenchResult {
+  std::string name;            // e.g. "fbank/16k/10s"
+  std::vector<double> seconds;  // one sample per repetition
+  double work = 0.0;           // units of work per repetition (audio seconds, state updates, ...)
+  std::string work_unit;       // e.g. "audio-s", "state-updates"
+  std::string note;            // shapes, threads, anything needed to reproduce
+
+  double median() const;
+  double percentile(double p) const;  // p in [0, 100], linear interpolation
+  double throughput() const { return median() > 0 ? work / median() : 0.0; }  // work per second
+};
+
+// Runs `fn` warmup times untimed, then repeat times timed (steady_clock).
+BenchResult measure(const std::string& name, const BenchSettings& settings,
+                    const std::function<void()>& fn);
+
+using BenchFn = std::function<std::vector<BenchResult>(const BenchSettings&)>;
+
+struct Benchmark {
+  std::string name;
+  std::string description;
+  BenchFn run;
+};
+
+void register_benchmark(Benchmark benchmark);
+const std::vector<Benchmark>& benchmarks();
+
+// A table for people (median, p10-p90, throughput) or one JSON object per line.
+std::string format_results(const std::vector<BenchResult>& results, bool json);
+
+}  // namespace masr::runtime
