@@ -19,6 +19,10 @@ class Builder {
   Builder(const Registry& registry, std::vector<BuiltObject>& objects)
       : registry_(registry), objects_(objects) {}
 
+  // An object that is a top-level value is named by its top-level key, even when a reference to
+  // it is met first (`model: [!ref <CNN>]` before `CNN:`).
+  void name_top_level(const Node* node, const std::string& key) { top_level_.emplace(node, key); }
+
   Value build(const NodePtr& in, const std::string& key) {
     const NodePtr node = in->resolved_to ? in->resolved_to : in;
     auto memo = memo_.find(node.get());
@@ -167,11 +171,13 @@ class Builder {
                          "it");
     }
     auto instance = std::make_shared<Instance>();
+    auto top = top_level_.find(&node);
+    instance->key = top != top_level_.end() ? top->second : key;
     instance->info = &info;
     instance->args = collect_args(node, key, name);
     bind_arguments(info, instance->args, /*binding=*/false);
     if (info.build) instance->object = info.build(instance->args);
-    objects_.push_back(BuiltObject{key, instance});
+    objects_.push_back(BuiltObject{instance->key, instance});
     return Value::object(instance).set_origin(node.where, key);
   }
 
@@ -199,6 +205,7 @@ class Builder {
   const Registry& registry_;
   std::vector<BuiltObject>& objects_;
   std::map<const Node*, Value> memo_;
+  std::map<const Node*, std::string> top_level_;
   std::vector<const Node*> stack_;
 };
 
@@ -211,6 +218,9 @@ Value build_values(const NodePtr& root, const Registry& registry,
                        ": an hparams file must be a mapping of keys to values");
   }
   Builder builder(registry, objects);
+  for (const auto& [key, child] : root->entries) {
+    if (key.rfind("__", 0) != 0) builder.name_top_level((child->resolved_to ? child->resolved_to : child).get(), key);
+  }
   Value::Map entries;
   for (const auto& [key, child] : root->entries) {
     Value value = builder.build(child, key);  // `__` keys are built (e.g. !apply: seeds) ...

@@ -2,6 +2,7 @@
 // Values back to YAML (HyperPyYAML syntax), for `--dry-run` and the hyperparams.yaml that
 // `train` saves. Strings are quoted whenever plain text would read back as something else.
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "hparams/hparams.h"
@@ -56,6 +57,7 @@ class Emitter {
  public:
   std::string run(const Value& root) {
     if (root.is_map()) {
+      for (const auto& entry : root.entries()) defined_.insert(entry.first);
       emit_entries(root.entries(), 0, "");
     } else {
       out_ << scalar(root) << "\n";
@@ -132,6 +134,11 @@ class Emitter {
           out_ << " !ref <" << seen->second << ">\n";
           return;
         }
+        // Written in full where it is defined; a reference everywhere else (forward or back).
+        if (!instance->key.empty() && instance->key != key && defined_.count(instance->key)) {
+          out_ << " !ref <" << instance->key << ">\n";
+          return;
+        }
         seen_[instance] = key;
         emit_call("!new:", instance->info->name, instance->args, indent, key);
         return;
@@ -179,6 +186,7 @@ class Emitter {
 
   std::ostringstream out_;
   std::map<const Instance*, std::string> seen_;
+  std::set<std::string> defined_;  // top-level keys, where objects defined at top level are written
 };
 
 }  // namespace

@@ -50,6 +50,7 @@ struct ClassInfo;
 
 // The result of `!new:`: the class, its arguments and, when the class is implemented, the object.
 struct Instance {
+  std::string key;  // where it is defined: its top-level key when it has one, else its first path
   const ClassInfo* info = nullptr;
   Args args;
   std::shared_ptr<Object> object;  // null for declared classes

@@ -59,6 +59,7 @@ class Value {
   // Map access: find() returns nullptr when absent; at() throws naming the missing key.
   const Value* find(const std::string& key) const;
   const Value& at(const std::string& key) const;
+  const Value& operator[](const std::string& key) const { return at(key); }
   bool contains(const std::string& key) const { return find(key) != nullptr; }
 
   // Python's str(): what `!ref` string interpolation inserts ("True", "None", "1e-09", ...).
