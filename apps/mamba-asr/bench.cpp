@@ -31,7 +31,8 @@ int run_bench(const BenchOptions& options) {
     if (found == nullptr) {
       std::string known;
       for (const auto& b : all) known += " " + b.name;
-      throw Error(ErrorKind::kUsage, "bench: no benchmark named '" + name + "'; available:" + known);
+      throw Error(ErrorKind::kUsage,
+                  "bench: no benchmark named '" + name + "'; available:" + known);
     }
     chosen.push_back(found);
   }

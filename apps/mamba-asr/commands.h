@@ -11,10 +11,10 @@
 namespace masr::cli {
 
 struct GlobalOptions {
-  int verbose = 0;      // -v (repeatable)
-  bool quiet = false;   // -q
+  int verbose = 0;     // -v (repeatable)
+  bool quiet = false;  // -q
   std::string device = "auto";
-  int threads = 0;      // 0: LibTorch's default
+  int threads = 0;  // 0: LibTorch's default
 };
 
 using Runner = std::function<int()>;

@@ -31,13 +31,14 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& /*global*/) {
       ->required();
   cmd->add_option("--search", options->search, "greedy, ctc-beam, s2s, rescore or auto")
       ->capture_default_str();
-  cmd->add_option("--beam", options->beam, "Beam size")->capture_default_str()->check(
-      CLI::Range(1, 10000));
+  cmd->add_option("--beam", options->beam, "Beam size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
   cmd->add_option("--format", options->format, "text, json, srt, vtt or ctm")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json", "srt", "vtt", "ctm"}));
   cmd->add_option("--ref", options->ref, "Reference transcripts ('ID TEXT' lines) for WER");
-  return [] () -> int { not_available("decode", "decoding"); };
+  return []() -> int { not_available("decode", "decoding"); };
 }
 
 }  // namespace masr::cli

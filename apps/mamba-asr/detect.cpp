@@ -1,7 +1,7 @@
 // apps/mamba-asr/detect.cpp
 // `mamba-asr detect`: what this machine has, and the runtime profile mamba-asr would use.
-#include <thread>
 #include <iostream>
+#include <thread>
 
 #include "commands.h"
 #include "runtime/device.h"
@@ -22,8 +22,9 @@ int run_detect(const DetectOptions& options, GlobalOptions& global) {
               << "\", \"cuda_available\": " << (info.cuda_available ? "true" : "false")
               << ", \"cuda_devices\": " << info.cuda_devices
               << ", \"mps_available\": " << (info.mps_available ? "true" : "false")
-              << ", \"logical_cores\": " << cores << ", \"intra_op_threads\": "
-              << info.intra_op_threads << ", \"device\": \"" << device.str() << "\"}\n";
+              << ", \"logical_cores\": " << cores
+              << ", \"intra_op_threads\": " << info.intra_op_threads << ", \"device\": \""
+              << device.str() << "\"}\n";
     return 0;
   }
   std::cout << "LibTorch          " << info.torch_version << "\n"

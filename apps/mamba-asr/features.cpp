@@ -30,7 +30,7 @@ Runner add_features_command(CLI::App& app, GlobalOptions& /*global*/) {
       ->capture_default_str()
       ->check(CLI::IsMember({"npy", "text"}));
   cmd->add_option("--hparams", options->hparams, "Use this model's front end");
-  return [] () -> int { not_available("features", "feature extraction"); };
+  return []() -> int { not_available("features", "feature extraction"); };
 }
 
 }  // namespace masr::cli

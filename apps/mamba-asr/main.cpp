@@ -17,13 +17,13 @@ namespace {
 
 std::string version_text() {
   const auto info = masr::runtime::build_info();
-  std::string out = std::string("mamba-asr ") + masr::version_string() + " (commit " +
-                    masr::git_commit() + ")\n";
+  std::string out =
+      std::string("mamba-asr ") + masr::version_string() + " (commit " + masr::git_commit() + ")\n";
   out += "LibTorch " + info.torch_version + "\n";
   out += std::string("CUDA: ") +
          (info.cuda_available ? "available, " + std::to_string(info.cuda_devices) + " device(s)"
                               : "not available") +
-         (info.cuda_compiled ? " (built with CUDA kernels)" : " (CPU build)") + "\n";
+         (info.cuda_compiled ? " (CUDA build)" : " (CPU build)") + "\n";
   out += std::string("MPS: ") + (info.mps_available ? "available" : "not available") + "\n";
   return out;
 }
@@ -89,7 +89,7 @@ int run(int argc, char** argv) {
     std::cout << version_text();
     return 0;
   }
-  masr::set_log_level(global.quiet           ? masr::LogLevel::kWarn
+  masr::set_log_level(global.quiet         ? masr::LogLevel::kWarn
                       : global.verbose > 0 ? masr::LogLevel::kDebug
                                            : masr::LogLevel::kInfo);
   masr::runtime::apply_threads(global.threads);

@@ -52,8 +52,9 @@ int run_train(const TrainOptions& options, const std::vector<std::string>& extra
     return 0;
   }
   if (options.hparams_file.empty()) {
-    throw Error(ErrorKind::kUsage, "train: give an hparams file, e.g. mamba-asr train "
-                                   "hparams/CTC/conmamba_tiny.yaml --dry-run");
+    throw Error(ErrorKind::kUsage,
+                "train: give an hparams file, e.g. mamba-asr train "
+                "hparams/CTC/conmamba_tiny.yaml --dry-run");
   }
   hparams::LoadOptions load;
   load.overrides = hparams::parse_override_args(extras);
@@ -79,7 +80,8 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
       "overridden on the command line with --key value or --key=value, before references\n"
       "resolve, exactly as in SpeechBrain.\n\n"
       "Examples:\n"
-      "  mamba-asr train hparams/S2S/conmamba_large.yaml --data_folder /data/LibriSpeech --dry-run\n"
+      "  mamba-asr train hparams/S2S/conmamba_large.yaml --data_folder /data/LibriSpeech "
+      "--dry-run\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --seed 7 --number_of_epochs 5\n"
       "  mamba-asr train my.yaml --overrides \"{batch_size: 8, mamba_config: {d_state: 8}}\"");
   cmd->add_option("hparams", options->hparams_file, "The hparams YAML file");
@@ -91,7 +93,7 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");
   add_global_options(*cmd, global);
-  cmd->allow_extras();     // --key value overrides ...
+  cmd->allow_extras();      // --key value overrides ...
   cmd->fallthrough(false);  // ... stay here instead of reaching the root's parser
   return [options, cmd] { return run_train(*options, cmd->remaining()); };
 }

@@ -1,5 +1,6 @@
 // lib/core/error.h
-// The one exception type of mamba-asr. Every message names the input at fault and what would fix it.
+// The one exception type of mamba-asr. Every message names the input at fault and what would fix
+// it.
 #pragma once
 
 #include <stdexcept>
@@ -10,9 +11,9 @@ namespace masr {
 // Exit codes, documented in docs/cli.md. `main` maps each error kind to one of them.
 enum class ExitCode : int {
   kOk = 0,
-  kFailure = 1,     // a runtime failure: bad input data, an I/O error, an internal error
-  kUsage = 2,       // the command line is wrong (unknown option, missing argument)
-  kConfig = 3,      // an hparams file or override is wrong
+  kFailure = 1,  // a runtime failure: bad input data, an I/O error, an internal error
+  kUsage = 2,    // the command line is wrong (unknown option, missing argument)
+  kConfig = 3,   // an hparams file or override is wrong
   kInterrupted = 130,
 };
 

@@ -22,8 +22,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::vector<std::string> closest_matches(const std::string& name,
-                                         const std::vector<std::string>& candidates,
-                                         size_t count) {
+                                         const std::vector<std::string>& candidates, size_t count) {
   // Accept up to a third of the name's length in edits (at least 2), so unrelated names stay out.
   const size_t limit = std::max<size_t>(2, name.size() / 3);
   std::vector<std::pair<size_t, std::string>> scored;

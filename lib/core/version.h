@@ -5,6 +5,6 @@
 namespace masr {
 
 const char* version_string();  // e.g. "0.1.0"
-const char* git_commit();      // short hash, with "-dirty" for a modified tree; "unknown" outside git
+const char* git_commit();  // short hash, with "-dirty" for a modified tree; "unknown" outside git
 
 }  // namespace masr

@@ -12,6 +12,10 @@ const char* kNewTag = "!new:";
 const char* kNameTag = "!name:";
 const char* kApplyTag = "!apply:";
 
+// Building recurses through nested values; bounding the depth keeps hostile files from
+// overflowing the stack.
+constexpr size_t kMaxDepth = 1000;
+
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 class Builder {
@@ -34,6 +38,10 @@ class Builder {
       }
     }
     stack_.push_back(node.get());
+    if (stack_.size() > kMaxDepth) {
+      throw_config_error("hparams: " + node->where.str() + ": '" + key + "' is nested more than " +
+                         std::to_string(kMaxDepth) + " levels deep");
+    }
     Value value = build_node(*node, key);
     stack_.pop_back();
     if (value.where().file.empty()) value.set_origin(node->where, key);
@@ -219,7 +227,8 @@ Value build_values(const NodePtr& root, const Registry& registry,
   }
   Builder builder(registry, objects);
   for (const auto& [key, child] : root->entries) {
-    if (key.rfind("__", 0) != 0) builder.name_top_level((child->resolved_to ? child->resolved_to : child).get(), key);
+    if (key.rfind("__", 0) != 0)
+      builder.name_top_level((child->resolved_to ? child->resolved_to : child).get(), key);
   }
   Value::Map entries;
   for (const auto& [key, child] : root->entries) {

@@ -10,6 +10,7 @@
 
 namespace masr::hparams {
 
-Value build_values(const NodePtr& root, const Registry& registry, std::vector<BuiltObject>& objects);
+Value build_values(const NodePtr& root, const Registry& registry,
+                   std::vector<BuiltObject>& objects);
 
 }  // namespace masr::hparams

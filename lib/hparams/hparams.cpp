@@ -48,7 +48,8 @@ Hparams load(NodePtr root, const std::string& name, const std::string& base_dir,
 }  // namespace
 
 Hparams load_file(const std::string& path, const LoadOptions& options) {
-  if (std::filesystem::is_directory(path)) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
     throw_config_error("hparams: '" + path + "' is a folder; give an hparams .yaml file");
   }
   NodePtr root = read_yaml_file(path);

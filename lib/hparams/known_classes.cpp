@@ -37,10 +37,10 @@ void register_builtin_classes(Registry& r) {
           {"deltas", "context", "requires_grad", "sample_rate", "f_min", "f_max", "n_fft", "n_mels",
            "filter_shape", "param_change_factor", "param_rand_factor", "left_frames",
            "right_frames", "win_length", "hop_length"});
-  declare(r, "speechbrain.processing.features.InputNormalization",
-          {"mamba_asr.InputNormalization"}, "global or per-sentence mean/variance normalization",
-          {"mean_norm", "std_norm", "norm_type", "avg_factor", "requires_grad",
-           "update_until_epoch"});
+  declare(
+      r, "speechbrain.processing.features.InputNormalization", {"mamba_asr.InputNormalization"},
+      "global or per-sentence mean/variance normalization",
+      {"mean_norm", "std_norm", "norm_type", "avg_factor", "requires_grad", "update_until_epoch"});
   declare(r, "speechbrain.lobes.models.convolution.ConvolutionFrontEnd",
           {"mamba_asr.ConvolutionFrontEnd"}, "2-D CNN front end (stride-2 blocks)",
           {"input_shape", "num_blocks", "num_layers_per_block", "out_channels", "kernel_sizes",
@@ -48,17 +48,41 @@ void register_builtin_classes(Registry& r) {
            "conv_bias", "padding", "conv_init"});
 
   // ---- models ----
-  const std::vector<std::string> transformer_asr = {
-      "tgt_vocab", "input_size", "d_model", "nhead", "num_encoder_layers", "num_decoder_layers",
-      "d_ffn", "dropout", "activation", "positional_encoding", "normalize_before", "kernel_size",
-      "bias", "encoder_module", "conformer_activation", "branchformer_activation",
-      "attention_type", "max_length", "causal", "csgu_linear_units", "gate_activation",
-      "use_linear_after_conv", "output_hidden_states", "layerdrop_prob", "encoder_kdim",
-      "encoder_vdim", "decoder_kdim", "decoder_vdim", "decoder_module", "mamba_config"};
+  const std::vector<std::string> transformer_asr = {"tgt_vocab",
+                                                    "input_size",
+                                                    "d_model",
+                                                    "nhead",
+                                                    "num_encoder_layers",
+                                                    "num_decoder_layers",
+                                                    "d_ffn",
+                                                    "dropout",
+                                                    "activation",
+                                                    "positional_encoding",
+                                                    "normalize_before",
+                                                    "kernel_size",
+                                                    "bias",
+                                                    "encoder_module",
+                                                    "conformer_activation",
+                                                    "branchformer_activation",
+                                                    "attention_type",
+                                                    "max_length",
+                                                    "causal",
+                                                    "csgu_linear_units",
+                                                    "gate_activation",
+                                                    "use_linear_after_conv",
+                                                    "output_hidden_states",
+                                                    "layerdrop_prob",
+                                                    "encoder_kdim",
+                                                    "encoder_vdim",
+                                                    "decoder_kdim",
+                                                    "decoder_vdim",
+                                                    "decoder_module",
+                                                    "mamba_config"};
   declare(r, "modules.TransformerASR.TransformerASR",
           {"speechbrain.lobes.models.transformer.TransformerASR.TransformerASR",
            "mamba_asr.TransformerASR"},
-          "encoder-decoder ASR model (ConMamba / Conformer / Transformer encoder)", transformer_asr);
+          "encoder-decoder ASR model (ConMamba / Conformer / Transformer encoder)",
+          transformer_asr);
   declare(r, "speechbrain.lobes.models.transformer.TransformerLM.TransformerLM",
           {"mamba_asr.TransformerLM"}, "Transformer language model",
           {"vocab", "d_model", "nhead", "num_encoder_layers", "num_decoder_layers", "d_ffn",
@@ -88,7 +112,8 @@ void register_builtin_classes(Registry& r) {
   declare(r, "speechbrain.nnet.schedulers.NoamScheduler", {"mamba_asr.NoamScheduler"},
           "Noam learning-rate schedule", {"lr_initial", "n_warmup_steps", "model_size"});
   declare(r, "speechbrain.nnet.schedulers.LinearNoamScheduler", {"mamba_asr.LinearNoamScheduler"},
-          "linear warm-up, hold, then Noam decay", {"lr_initial", "n_warmup_steps", "n_keep_steps"});
+          "linear warm-up, hold, then Noam decay",
+          {"lr_initial", "n_warmup_steps", "n_keep_steps"});
   declare(r, "speechbrain.nnet.losses.ctc_loss", {"mamba_asr.ctc_loss"}, "CTC loss",
           {"log_probs", "targets", "input_lens", "target_lens", "blank_index", "reduction"},
           kFunction);
@@ -129,9 +154,9 @@ void register_builtin_classes(Registry& r) {
   // ---- data ----
   declare(r, "speechbrain.dataio.sampler.DynamicBatchSampler", {"mamba_asr.DynamicBatchSampler"},
           "batches by total duration over length buckets",
-          {"dataset", "max_batch_length", "num_buckets", "length_func", "shuffle",
-           "batch_ordering", "max_batch_ex", "bucket_boundaries", "lengths_list", "seed", "epoch",
-           "drop_last", "verbose"});
+          {"dataset", "max_batch_length", "num_buckets", "length_func", "shuffle", "batch_ordering",
+           "max_batch_ex", "bucket_boundaries", "lengths_list", "seed", "epoch", "drop_last",
+           "verbose"});
   declare(r, "speechbrain.tokenizers.SentencePiece.SentencePiece", {"mamba_asr.Tokenizer"},
           "trains or loads a SentencePiece tokenizer",
           {"model_dir", "vocab_size", "annotation_train", "annotation_read", "model_type",
@@ -152,13 +177,13 @@ void register_builtin_classes(Registry& r) {
   declare(r, "speechbrain.decoders.scorer.ScorerBuilder", {"mamba_asr.ScorerBuilder"},
           "weights the scorers of a beam search",
           {"weights", "full_scorers", "partial_scorers", "scorer_beam_scale"});
-  declare(r, "speechbrain.decoders.seq2seq.S2STransformerBeamSearcher",
-          {"speechbrain.decoders.S2STransformerBeamSearcher", "mamba_asr.S2SBeamSearcher"},
-          "joint CTC/attention beam search",
-          {"modules", "temperature", "bos_index", "eos_index", "min_decode_ratio",
-           "max_decode_ratio", "beam_size", "topk", "return_topk", "using_eos_threshold",
-           "eos_threshold", "length_normalization", "using_max_attn_shift", "max_attn_shift",
-           "minus_inf", "scorer"});
+  declare(
+      r, "speechbrain.decoders.seq2seq.S2STransformerBeamSearcher",
+      {"speechbrain.decoders.S2STransformerBeamSearcher", "mamba_asr.S2SBeamSearcher"},
+      "joint CTC/attention beam search",
+      {"modules", "temperature", "bos_index", "eos_index", "min_decode_ratio", "max_decode_ratio",
+       "beam_size", "topk", "return_topk", "using_eos_threshold", "eos_threshold",
+       "length_normalization", "using_max_attn_shift", "max_attn_shift", "minus_inf", "scorer"});
   declare(r, "speechbrain.decoders.ctc.CTCBeamSearcher",
           {"speechbrain.decoders.CTCBeamSearcher", "mamba_asr.CTCBeamSearcher"},
           "CTC prefix beam search",
@@ -181,8 +206,8 @@ void register_builtin_classes(Registry& r) {
           /*variadic=*/true);
   declare(r, "speechbrain.utils.metric_stats.ErrorRateStats", {"mamba_asr.ErrorRateStats"},
           "word/character error rate statistics",
-          {"merge_tokens", "split_tokens", "space_token", "keep_values",
-           "extract_concepts_values", "tag_in", "tag_out", "equality_comparator"});
+          {"merge_tokens", "split_tokens", "space_token", "keep_values", "extract_concepts_values",
+           "tag_in", "tag_out", "equality_comparator"});
   declare(r, "speechbrain.utils.Accuracy.AccuracyStats", {"mamba_asr.AccuracyStats"},
           "token accuracy statistics", {});
   declare(r, "speechbrain.utils.parameter_transfer.Pretrainer", {"mamba_asr.Pretrainer"},

@@ -21,10 +21,10 @@ struct Node {
   enum class State { kRaw, kResolving, kResolved };
 
   Kind kind = Kind::kScalar;
-  std::string tag;  // "" when untagged; else "!ref", "!new:torch.nn.GELU", "!PLACEHOLDER", ...
+  std::string tag;   // "" when untagged; else "!ref", "!new:torch.nn.GELU", "!PLACEHOLDER", ...
   std::string text;  // the scalar's text, for tagged scalars
   Value value;       // the typed value, for untagged scalars
-  std::vector<NodePtr> items;                           // kSequence
+  std::vector<NodePtr> items;                            // kSequence
   std::vector<std::pair<std::string, NodePtr>> entries;  // kMapping, in file order
   Location where;
 

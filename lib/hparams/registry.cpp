@@ -31,7 +31,8 @@ const Value* Args::find(const std::string& name) const {
 
 const Value& Args::get(const std::string& name) const {
   const Value* v = find(name);
-  if (v == nullptr) throw_config_error("hparams: " + origin() + " needs the argument '" + name + "'");
+  if (v == nullptr)
+    throw_config_error("hparams: " + origin() + " needs the argument '" + name + "'");
   return *v;
 }
 

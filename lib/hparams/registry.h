@@ -30,12 +30,12 @@ class Object {
 
 // Arguments of a `!new:`/`!name:`/`!apply:` node, after validation against the signature.
 struct Args {
-  std::string callee;          // the name as written in the file
-  Location where;              // the node's location
-  std::string key;             // the node's key path
-  Value::List positional;      // as written
-  Value::Map keywords;         // as written
-  Value::Map named;            // every given argument by parameter name (positional ones mapped)
+  std::string callee;      // the name as written in the file
+  Location where;          // the node's location
+  std::string key;         // the node's key path
+  Value::List positional;  // as written
+  Value::Map keywords;     // as written
+  Value::Map named;        // every given argument by parameter name (positional ones mapped)
 
   const Value* find(const std::string& name) const;
   const Value& get(const std::string& name) const;  // throws if absent
@@ -71,10 +71,10 @@ struct ClassInfo {
   std::string name;                  // canonical dotted name
   std::vector<std::string> aliases;  // other accepted names
   CallableKind kind = CallableKind::kClass;
-  std::string summary;               // one line, shown by `--dry-run` and in docs
-  std::vector<std::string> params;   // keyword names in positional order (the Python signature)
+  std::string summary;                // one line, shown by `--dry-run` and in docs
+  std::vector<std::string> params;    // keyword names in positional order (the Python signature)
   std::vector<std::string> required;  // params that must be given (when building, not binding)
-  bool variadic = false;             // accepts any other keyword (Python **kwargs)
+  bool variadic = false;              // accepts any other keyword (Python **kwargs)
   // Builds the object; empty for declared classes.
   std::function<std::shared_ptr<Object>(const Args&)> build;
   // Runs a function for `!apply:`; empty for functions that can only be bound with `!name:`.
@@ -98,7 +98,7 @@ class Registry {
 
  private:
   std::map<std::string, std::unique_ptr<ClassInfo>> classes_;  // by canonical name
-  std::map<std::string, const ClassInfo*> by_name_;             // canonical names and aliases
+  std::map<std::string, const ClassInfo*> by_name_;            // canonical names and aliases
 };
 
 // Maps positional and keyword arguments to parameter names and checks them against the signature:

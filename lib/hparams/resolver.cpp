@@ -21,6 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Resolution recurses through references; bounding the depth turns a pathological file into an
+// error instead of a stack overflow.
+constexpr size_t kMaxDepth = 1000;
+
 std::vector<std::string> keys_of(const Node& node) {
   std::vector<std::string> keys;
   for (const auto& entry : node.entries) keys.push_back(entry.first);
@@ -74,6 +78,12 @@ class Resolver {
     }
     node->state = Node::State::kResolving;
     chain_.push_back(path);
+    if (chain_.size() > kMaxDepth) {
+      throw_config_error("hparams: " + node->where.str() + ": '" + path + "': references and " +
+                         "nesting go more than " + std::to_string(kMaxDepth) +
+                         " levels deep (a chain of references this long is almost surely a "
+                         "mistake)");
+    }
 
     for (size_t i = 0; i < node->items.size(); ++i) {
       node->items[i] = resolve(node->items[i], path + "[" + std::to_string(i) + "]");
@@ -85,7 +95,8 @@ class Resolver {
       const std::string top = path.substr(0, path.find('['));
       throw_config_error("hparams: " + node->where.str() + ": '" + path +
                          "' is a !PLACEHOLDER and must be given a value, e.g. on the command "
-                         "line: --" + top + " VALUE");
+                         "line: --" +
+                         top + " VALUE");
     } else if (node->tag == "!ref" || node->tag == "!copy") {
       result = resolve_reference(*node, path, node->tag == "!copy");
     } else if (node->tag.rfind("!include:", 0) == 0) {
@@ -124,9 +135,9 @@ class Resolver {
       const std::string name = it->str().substr(1, it->length(0) - 2);
       NodePtr target = lookup(name, node, path);
       if (!target->is_scalar() || !target->tag.empty()) {
-        throw_config_error("hparams: " + node.where.str() + ": '" + path +
-                           "': cannot insert <" + name + "> into the string '" + text +
-                           "': it is a " + (target->tag.empty() ? "list or mapping" : target->tag) +
+        throw_config_error("hparams: " + node.where.str() + ": '" + path + "': cannot insert <" +
+                           name + "> into the string '" + text + "': it is a " +
+                           (target->tag.empty() ? "list or mapping" : target->tag) +
                            ", not a plain value");
       }
       out += target->value.str();
@@ -176,9 +187,8 @@ class Resolver {
       if (slot == nullptr) {
         std::string hint;
         if (current->is_mapping()) hint = did_you_mean(part, keys_of(*current));
-        throw_config_error("hparams: " + from.where.str() + ": '" + from_path +
-                           "' refers to <" + reference + ">, but '" + child_path +
-                           "' does not exist." + hint);
+        throw_config_error("hparams: " + from.where.str() + ": '" + from_path + "' refers to <" +
+                           reference + ">, but '" + child_path + "' does not exist." + hint);
       }
       const bool last = i + 1 == parts.size();
       NodePtr child = *slot;

@@ -105,8 +105,7 @@ const char* Value::type_name(Type type) {
 }
 
 void Value::type_error(const char* expected) const {
-  throw_config_error("hparams: " + origin() + " must be " + expected + ", but it is " +
-                     describe());
+  throw_config_error("hparams: " + origin() + " must be " + expected + ", but it is " + describe());
 }
 
 bool Value::as_bool() const {
@@ -193,7 +192,8 @@ std::string python_float_repr(double value) {
     out = digits.substr(0, 1);
     if (digits.size() > 1) out += "." + digits.substr(1);
     char exp_buf[16];
-    std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+',
+                  std::abs(exponent));
     out += exp_buf;
   } else if (exponent < 0) {
     out = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
@@ -225,8 +225,8 @@ std::string Value::str() const {
       std::string out = type_ == Type::kList ? "[" : "(";
       for (size_t i = 0; i < items_->size(); ++i) {
         const Value& item = (*items_)[i];
-        out += (i ? ", " : "") +
-               (item.type_ == Type::kString ? "'" + item.string_ + "'" : item.str());
+        out +=
+            (i ? ", " : "") + (item.type_ == Type::kString ? "'" + item.string_ + "'" : item.str());
       }
       if (type_ == Type::kTuple && items_->size() == 1) out += ",";
       return out + (type_ == Type::kList ? "]" : ")");
@@ -235,8 +235,8 @@ std::string Value::str() const {
       std::string out = "{";
       bool first = true;
       for (const auto& [k, v] : *entries_) {
-        out += (first ? "'" : ", '") + k + "': " +
-               (v.type_ == Type::kString ? "'" + v.string_ + "'" : v.str());
+        out += (first ? "'" : ", '") + k +
+               "': " + (v.type_ == Type::kString ? "'" + v.string_ + "'" : v.str());
         first = false;
       }
       return out + "}";

@@ -13,8 +13,8 @@
 namespace masr::hparams {
 
 struct Location {
-  std::string file;  // empty for values that come from no file (e.g. built in code)
-  int line = 0;      // 1-based; 0 when unknown
+  std::string file;         // empty for values that come from no file (e.g. built in code)
+  int line = 0;             // 1-based; 0 when unknown
   std::string str() const;  // "file.yaml:12", "file.yaml", or "<unknown>"
 };
 

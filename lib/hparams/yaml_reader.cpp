@@ -1,11 +1,13 @@
 // lib/hparams/yaml_reader.cpp
 // yaml-cpp -> Node tree, keeping tags and line numbers, and typing plain scalars.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -165,6 +167,9 @@ NodePtr read_yaml_text(const std::string& text, const std::string& name) {
       return empty;
     }
     return convert(root, name);
+  } catch (const YAML::DeepRecursion& e) {
+    throw_config_error("hparams: " + name + ":" + std::to_string(e.mark.line + 1) +
+                       ": invalid YAML: lists or mappings are nested too deeply");
   } catch (const YAML::Exception& e) {
     throw_config_error("hparams: " + name + ":" + std::to_string(e.mark.line + 1) +
                        ": invalid YAML: " + e.msg);
@@ -172,6 +177,16 @@ NodePtr read_yaml_text(const std::string& text, const std::string& name) {
 }
 
 NodePtr read_yaml_file(const std::string& path) {
+  // Only regular files of sane size: a device (/dev/zero) or a huge file would never finish.
+  constexpr std::uintmax_t kMaxBytes = 16u << 20;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw_config_error("hparams: '" + path + "' is not a regular file");
+  }
+  if (!ec && std::filesystem::exists(status) && std::filesystem::file_size(path, ec) > kMaxBytes) {
+    throw_config_error("hparams: '" + path + "' is larger than 16 MiB; an hparams file is text");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw_config_error("hparams: cannot open '" + path + "': " + std::strerror(errno) +

@@ -34,8 +34,8 @@ at::Tensor selective_scan_reference(const at::Tensor& u, const at::Tensor& delta
   for (int64_t step = 0; step < time; ++step) {
     const int64_t t = options.reverse ? time - 1 - step : step;
     const at::Tensor m = valid.select(1, t).view({batch, 1, 1});
-    const at::Tensor dt_t = dt.select(2, t).unsqueeze(-1);                // (B, D, 1)
-    const at::Tensor decay = torch::exp(dt_t * Af.unsqueeze(0));          // (B, D, N)
+    const at::Tensor dt_t = dt.select(2, t).unsqueeze(-1);        // (B, D, 1)
+    const at::Tensor decay = torch::exp(dt_t * Af.unsqueeze(0));  // (B, D, N)
     const at::Tensor input = dt_t * Bf.select(2, t).unsqueeze(1) * uf.select(2, t).unsqueeze(-1);
     // Padding frames keep the state unchanged (m = 0), so it carries through untouched.
     h = m * (decay * h + input) + (1 - m) * h;

@@ -16,7 +16,8 @@ double BenchResult::percentile(double p) const {
   if (seconds.empty()) return 0.0;
   std::vector<double> sorted = seconds;
   std::sort(sorted.begin(), sorted.end());
-  const double position = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(sorted.size() - 1);
+  const double position =
+      std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(sorted.size() - 1);
   const size_t lower = static_cast<size_t>(position);
   const size_t upper = std::min(lower + 1, sorted.size() - 1);
   const double fraction = position - static_cast<double>(lower);
@@ -89,8 +90,8 @@ std::string format_results(const std::vector<BenchResult>& results, bool json) {
                     r.work_unit.c_str());
     }
     std::snprintf(line, sizeof(line), "%-34s %10.3f ms %10.3f - %8.3f ms %18s  %s\n",
-                  r.name.c_str(), r.median() * 1e3, r.percentile(10) * 1e3,
-                  r.percentile(90) * 1e3, throughput, r.note.c_str());
+                  r.name.c_str(), r.median() * 1e3, r.percentile(10) * 1e3, r.percentile(90) * 1e3,
+                  throughput, r.note.c_str());
     out << line;
   }
   return out.str();

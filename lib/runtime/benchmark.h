@@ -18,11 +18,11 @@ struct BenchSettings {
 
 // One measured quantity: per-repetition samples of a time, plus a derived throughput.
 struct BenchResult {
-  std::string name;            // e.g. "fbank/16k/10s"
+  std::string name;             // e.g. "fbank/16k/10s"
   std::vector<double> seconds;  // one sample per repetition
-  double work = 0.0;           // units of work per repetition (audio seconds, state updates, ...)
-  std::string work_unit;       // e.g. "audio-s", "state-updates"
-  std::string note;            // shapes, threads, anything needed to reproduce
+  double work = 0.0;            // units of work per repetition (audio seconds, state updates, ...)
+  std::string work_unit;        // e.g. "audio-s", "state-updates"
+  std::string note;             // shapes, threads, anything needed to reproduce
 
   double median() const;
   double percentile(double p) const;  // p in [0, 100], linear interpolation

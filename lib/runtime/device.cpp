@@ -1,8 +1,8 @@
 // lib/runtime/device.cpp
 #include "runtime/device.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -70,15 +70,14 @@ DeviceChoice resolve_device(const DeviceChoice& choice) {
     if (!info.cuda_available) {
       throw Error(ErrorKind::kUsage,
                   "--device " + d.str() + ": no CUDA device is available (LibTorch " +
-                      info.torch_version +
-                      (info.cuda_compiled ? "" : ", built without CUDA") + "); use --device cpu");
+                      info.torch_version + (info.cuda_compiled ? "" : ", built without CUDA") +
+                      "); use --device cpu");
     }
     if (d.index < 0) d.index = 0;
     if (d.index >= info.cuda_devices) {
-      throw Error(ErrorKind::kUsage, "--device " + d.str() + ": there are only " +
-                                         std::to_string(info.cuda_devices) +
-                                         " CUDA device(s), cuda:0 to cuda:" +
-                                         std::to_string(info.cuda_devices - 1));
+      throw Error(ErrorKind::kUsage,
+                  "--device " + d.str() + ": there are only " + std::to_string(info.cuda_devices) +
+                      " CUDA device(s), cuda:0 to cuda:" + std::to_string(info.cuda_devices - 1));
     }
   }
   if (d.type == DeviceChoice::Type::kMps && !info.mps_available) {

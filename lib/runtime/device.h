@@ -10,7 +10,7 @@ namespace masr::runtime {
 struct DeviceChoice {
   enum class Type { kAuto, kCpu, kCuda, kMps };
   Type type = Type::kAuto;
-  int index = -1;  // CUDA device index; -1 means the default (0)
+  int index = -1;           // CUDA device index; -1 means the default (0)
   std::string str() const;  // "auto", "cpu", "cuda:1", "mps"
 };
 
@@ -27,7 +27,7 @@ void apply_threads(int threads);
 // What this build can use: "LibTorch 1.13.1, CUDA: no, MPS: no".
 struct BuildInfo {
   std::string torch_version;
-  bool cuda_compiled = false;   // this mamba-asr was built with CUDA kernels
+  bool cuda_compiled = false;   // this mamba-asr was built against a CUDA LibTorch
   bool cuda_available = false;  // LibTorch sees a CUDA device now
   int cuda_devices = 0;
   bool mps_available = false;

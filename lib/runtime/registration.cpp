@@ -21,8 +21,6 @@ void register_seed(hparams::Registry& registry) {
 
 }  // namespace
 
-void register_all_classes(hparams::Registry& registry) {
-  register_seed(registry);
-}
+void register_all_classes(hparams::Registry& registry) { register_seed(registry); }
 
 }  // namespace masr::runtime

@@ -22,7 +22,8 @@ Result run(const std::string& args) {
   REQUIRE(pipe != nullptr);
   std::array<char, 4096> buffer{};
   size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), n);
   const int status = pclose(pipe);
   result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
@@ -118,7 +119,8 @@ TEST_CASE("train --dry-run with an unset !PLACEHOLDER names the key", "[cli]") {
   CHECK_THAT(r.output, Catch::Contains("'data_folder' is a !PLACEHOLDER"));
   CHECK_THAT(r.output, Catch::Contains("--data_folder"));
 
-  const Result ok = run("train " + kFixtures + "/hparams/placeholder.yaml --dry-run --data_folder /d");
+  const Result ok =
+      run("train " + kFixtures + "/hparams/placeholder.yaml --dry-run --data_folder /d");
   CHECK(ok.code == 0);
   CHECK_THAT(ok.output, Catch::Contains("train_csv: /d/train.csv"));
 }
@@ -128,7 +130,8 @@ TEST_CASE("train reports hparams errors with the file and exit code 3", "[cli]")
   CHECK(r.code == 3);
   CHECK_THAT(r.output, Catch::Contains("/nonexistent/file.yaml"));
 
-  r = run("train " + kFixtures + "/hparams/placeholder.yaml --dry-run --data_folder /d --no_such_key 1");
+  r = run("train " + kFixtures +
+          "/hparams/placeholder.yaml --dry-run --data_folder /d --no_such_key 1");
   CHECK(r.code == 3);
   CHECK_THAT(r.output, Catch::Contains("'no_such_key' matches no top-level key"));
 

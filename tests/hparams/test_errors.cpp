@@ -43,7 +43,8 @@ TEST_CASE("wrong arguments to a class are errors naming the argument", "[hparams
   CHECK_THAT(load_error("l: !new:torch.nn.LogSoftmax 3\n"), Catch::Contains("must be a mapping"));
   CHECK_THAT(load_error("l: !new:speechbrain.nnet.losses.ctc_loss\n"),
              Catch::Contains("is a function, not a class"));
-  CHECK_THAT(load_error("l: !apply:torch.nn.GELU\n"), Catch::Contains("cannot be called with !apply:"));
+  CHECK_THAT(load_error("l: !apply:torch.nn.GELU\n"),
+             Catch::Contains("cannot be called with !apply:"));
   CHECK_THAT(load_error("l: !module:torch\n"), Catch::Contains("!module:"));
   CHECK_THAT(load_error("l: !frobnicate 3\n"), Catch::Contains("unknown tag '!frobnicate'"));
 }
@@ -69,6 +70,8 @@ TEST_CASE("malformed YAML and files are errors naming the line", "[hparams]") {
   CHECK_THROWS_WITH(masr::hparams::load_file("/nonexistent/x.yaml"),
                     Catch::Contains("cannot open '/nonexistent/x.yaml'"));
   CHECK_THROWS_WITH(masr::hparams::load_file("/tmp"), Catch::Contains("is a folder"));
+  CHECK_THROWS_WITH(masr::hparams::load_file("/dev/zero"), Catch::Contains("not a regular file"));
+  CHECK_THAT(load_error("a: !include:/dev/zero\n"), Catch::Contains("not a regular file"));
   // An empty file is an empty configuration, not a crash.
   CHECK(load("").root().entries().empty());
 }
@@ -89,4 +92,29 @@ TEST_CASE("bad arithmetic and interpolation are errors", "[hparams]") {
   CHECK(hp["c"].as_string() == "1 +");
   CHECK(hp["d"].as_string() == "(3, 4)");
   CHECK(hp["e"].as_string() == "007");
+}
+
+TEST_CASE("pathological nesting and reference chains are errors, not stack overflows",
+          "[hparams]") {
+  CHECK_THAT(load_error("a: " + std::string(100000, '[') + "\n"),
+             Catch::Contains("nested too deeply"));
+  std::string chain;
+  const int n = 20000;
+  for (int i = 0; i < n - 1; ++i) {
+    chain += "k" + std::to_string(i) + ": !ref <k" + std::to_string(i + 1) + ">\n";
+  }
+  chain += "k" + std::to_string(n - 1) + ": 1\n";
+  CHECK_THAT(load_error(chain), Catch::Contains("levels deep"));
+  std::string lists;
+  for (int i = 0; i < n - 1; ++i) {
+    lists += "k" + std::to_string(i) + ": [!ref <k" + std::to_string(i + 1) + ">]\n";
+  }
+  lists += "k" + std::to_string(n - 1) + ": 1\n";
+  CHECK_THAT(load_error(lists), Catch::Contains("levels deep"));
+  // A long but reasonable chain still resolves.
+  std::string fine = "k0: 5\n";
+  for (int i = 1; i < 200; ++i) {
+    fine += "k" + std::to_string(i) + ": !ref <k" + std::to_string(i - 1) + ">\n";
+  }
+  CHECK(load(fine)["k199"].as_int() == 5);
 }

@@ -75,8 +75,8 @@ TEST_CASE("implemented classes are built through the registry", "[hparams]") {
   const Registry registry = test_registry();
   masr::hparams::LoadOptions options;
   options.registry = &registry;
-  const auto hp = load("c: !new:tests.Counter {start: 5, label: x}\nd: !new:mamba_asr.Counter [7]\n",
-                       options);
+  const auto hp =
+      load("c: !new:tests.Counter {start: 5, label: x}\nd: !new:mamba_asr.Counter [7]\n", options);
   auto counter = std::dynamic_pointer_cast<Counter>(hp["c"].instance()->object);
   REQUIRE(counter);
   CHECK(counter->start == 5);
@@ -124,9 +124,10 @@ TEST_CASE("the registry knows the upstream names and proposes close ones", "[hpa
   for (const char* name :
        {"speechbrain.lobes.features.Fbank", "modules.TransformerASR.TransformerASR",
         "speechbrain.lobes.models.transformer.TransformerASR.TransformerASR", "torch.optim.AdamW",
-        "speechbrain.nnet.schedulers.NoamScheduler", "speechbrain.dataio.sampler.DynamicBatchSampler",
-        "speechbrain.decoders.S2STransformerBeamSearcher", "speechbrain.augment.augmenter.Augmenter",
-        "mamba_asr.Fbank", "mamba_asr.TransformerASR"}) {
+        "speechbrain.nnet.schedulers.NoamScheduler",
+        "speechbrain.dataio.sampler.DynamicBatchSampler",
+        "speechbrain.decoders.S2STransformerBeamSearcher",
+        "speechbrain.augment.augmenter.Augmenter", "mamba_asr.Fbank", "mamba_asr.TransformerASR"}) {
     INFO(name);
     CHECK(registry.find(name) != nullptr);
   }

@@ -7,8 +7,8 @@
 #include "helpers.h"
 
 using masr::hparams::LoadOptions;
-using masr::hparams::Value;
 using masr::hparams::parse_override_args;
+using masr::hparams::Value;
 using masr::hparams::testing::load;
 using masr::hparams::testing::load_error;
 using masr::hparams::testing::same;
@@ -35,7 +35,8 @@ number_of_epochs: 120
 precision: bf16
 mamba_config: {d_state: 16, expand: 2}
 )";
-  const auto hp = load(text, with({{"seed", "1986"}, {"number_of_epochs", "3"}, {"precision", "fp32"}}));
+  const auto hp =
+      load(text, with({{"seed", "1986"}, {"number_of_epochs", "3"}, {"precision", "fp32"}}));
   CHECK(hp["seed"].as_int() == 1986);
   CHECK(hp["output_folder"].as_string() == "results/1986");
   CHECK(hp["number_of_epochs"].as_int() == 3);
@@ -88,7 +89,8 @@ TEST_CASE("a !PLACEHOLDER must be overridden", "[hparams]") {
 TEST_CASE("!include: loads another file with the body as its overrides", "[hparams]") {
   const auto dir = std::filesystem::temp_directory_path() / "masr_include_test";
   std::filesystem::create_directories(dir / "sub");
-  std::ofstream(dir / "sub" / "encoder.yaml") << "d_model: 256\nlayers: 2\nd_ffn: !ref <d_model> * 4\n";
+  std::ofstream(dir / "sub" / "encoder.yaml")
+      << "d_model: 256\nlayers: 2\nd_ffn: !ref <d_model> * 4\n";
   std::ofstream(dir / "main.yaml")
       << "d_model: 144\nencoder: !include:sub/encoder.yaml\n    d_model: !ref <d_model>\n"
          "plain: !include:sub/encoder.yaml\n";

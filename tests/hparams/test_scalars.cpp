@@ -3,8 +3,8 @@
 // implicit tuples, quoted strings.
 #include "helpers.h"
 
-using masr::hparams::Value;
 using masr::hparams::python_float_repr;
+using masr::hparams::Value;
 using masr::hparams::testing::load;
 
 TEST_CASE("scalars are typed like Python values", "[hparams]") {
