@@ -13,6 +13,9 @@
 #include <set>
 #include <sstream>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace fs = std::filesystem;
 
 namespace {

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <set>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "features/augment_augmenter.h"
 #include "features/augment_noise.h"
