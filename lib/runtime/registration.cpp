@@ -3,6 +3,8 @@
 
 #include <ATen/Context.h>
 
+#include "features/augment_registration.h"
+
 namespace masr::runtime {
 namespace {
 
@@ -21,6 +23,9 @@ void register_seed(hparams::Registry& registry) {
 
 }  // namespace
 
-void register_all_classes(hparams::Registry& registry) { register_seed(registry); }
+void register_all_classes(hparams::Registry& registry) {
+  register_seed(registry);
+  features::register_augment_classes(registry);
+}
 
 }  // namespace masr::runtime

@@ -1,0 +1,45 @@
+// lib/features/augment_interface.h
+// The interface every feature- or waveform-domain augmentation implements, and the seeded random
+// draws they share, so that one seed reproduces a whole augmentation pipeline exactly.
+#pragma once
+
+#include <ATen/Tensor.h>
+#include <ATen/core/Generator.h>
+
+#include <cstdint>
+#include <string>
+
+#include "hparams/registry.h"
+
+namespace masr::features {
+
+// A padded batch and its relative lengths, as SpeechBrain passes them around.
+struct AugmentBatch {
+  at::Tensor x;        // (B, T, F) features or (B, T) waveforms
+  at::Tensor lengths;  // (B,) float, relative lengths in (0, 1]
+  // (B',) int64: for each output row, the input row it came from. Only the Augmenter, which can
+  // concatenate or replicate rows, fills it (it replaces SpeechBrain's replicate_labels()).
+  at::Tensor source;
+};
+
+class Augmentation : public hparams::Object {
+ public:
+  // Draws every random number from `generator` (a CPU generator), so the same generator state
+  // gives the same output on any device. Never modifies `x` in place.
+  virtual AugmentBatch apply(const at::Tensor& x, const at::Tensor& lengths,
+                             at::Generator& generator) const = 0;
+  // The Python class name ("SpectrogramDrop"), used in messages and summaries.
+  virtual std::string name() const = 0;
+};
+
+// A CPU generator seeded with `seed`: the same seed gives the same draws as Python's
+// `torch.Generator().manual_seed(seed)`.
+at::Generator make_generator(uint64_t seed);
+
+// One integer in [low, high) (torch.randint semantics: `high` is exclusive).
+int64_t draw_int(at::Generator& generator, int64_t low, int64_t high);
+
+// One float in [0, 1) (torch.rand).
+double draw_uniform(at::Generator& generator);
+
+}  // namespace masr::features

@@ -1,0 +1,140 @@
+// lib/features/augment_registration.cpp
+// Builders from hparams arguments (SpeechBrain v1.0 signatures and defaults) to the augmentation
+// objects. The Augmenter takes its `augmentations` as objects built by earlier `!new:` nodes.
+#include "features/augment_registration.h"
+
+#include <memory>
+
+#include "core/error.h"
+#include "features/augment_augmenter.h"
+#include "features/augment_noise.h"
+#include "features/augment_spectrogram_drop.h"
+#include "features/augment_warping.h"
+
+namespace masr::features {
+namespace {
+
+using hparams::Args;
+using hparams::ClassInfo;
+using hparams::Registry;
+using hparams::Value;
+
+std::optional<int64_t> optional_int(const Args& args, const std::string& name) {
+  const Value* v = args.find(name);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  return v->as_int();
+}
+
+// Rethrows a validation error with the hparams location of the object in front.
+template <typename Make>
+std::shared_ptr<hparams::Object> with_origin(const Args& args, Make make) {
+  try {
+    return make();
+  } catch (const Error& e) {
+    throw Error(e.kind(), "hparams: " + args.origin() + ": " + e.what());
+  }
+}
+
+std::shared_ptr<const Augmentation> augmentation_at(const Value& item, size_t index,
+                                                    const Args& args) {
+  const std::string where =
+      "hparams: " + args.origin() + ": augmentations[" + std::to_string(index) + "]";
+  if (item.type() != Value::Type::kObject) {
+    throw_config_error(where + " is " + item.describe() + "; expected an object made by !new:");
+  }
+  const auto& instance = item.instance();
+  auto aug = std::dynamic_pointer_cast<const Augmentation>(instance->object);
+  if (!aug) {
+    const std::string cls = instance->info ? instance->info->name : "an object";
+    throw_config_error(where + " is '" + cls +
+                       "', which mamba-asr does not implement as a batch augmentation");
+  }
+  return aug;
+}
+
+std::shared_ptr<hparams::Object> build_augmenter(const Args& args) {
+  AugmenterConfig c;
+  c.parallel_augment = args.get_bool("parallel_augment", false);
+  c.parallel_augment_fixed_bs = args.get_bool("parallel_augment_fixed_bs", false);
+  c.concat_original = args.get_bool("concat_original", false);
+  c.min_augmentations = optional_int(args, "min_augmentations");
+  c.max_augmentations = optional_int(args, "max_augmentations");
+  c.shuffle_augmentations = args.get_bool("shuffle_augmentations", false);
+  c.repeat_augment = args.get_int("repeat_augment", 1);
+  c.augment_start_index = args.get_int("augment_start_index", 0);
+  c.augment_end_index = optional_int(args, "augment_end_index");
+  c.concat_start_index = args.get_int("concat_start_index", 0);
+  c.concat_end_index = optional_int(args, "concat_end_index");
+  c.augment_prob = args.get_double("augment_prob", 1.0);
+  if (const Value* enable = args.find("enable_augmentations"); enable && !enable->is_null()) {
+    for (const auto& flag : enable->items()) c.enable_augmentations.push_back(flag.as_bool());
+  }
+  std::vector<std::shared_ptr<const Augmentation>> augs;
+  if (const Value* list = args.find("augmentations"); list && !list->is_null()) {
+    const auto& items = list->items();
+    for (size_t i = 0; i < items.size(); ++i) augs.push_back(augmentation_at(items[i], i, args));
+  }
+  return with_origin(args, [&] { return std::make_shared<Augmenter>(c, std::move(augs)); });
+}
+
+std::shared_ptr<hparams::Object> build_spectrogram_drop(const Args& args) {
+  SpectrogramDropConfig c;
+  c.drop_length_low = args.get_int("drop_length_low", c.drop_length_low);
+  c.drop_length_high = args.get_int("drop_length_high", c.drop_length_high);
+  c.drop_count_low = args.get_int("drop_count_low", c.drop_count_low);
+  c.drop_count_high = args.get_int("drop_count_high", c.drop_count_high);
+  c.replace = args.get_string("replace", c.replace);
+  c.dim = args.get_int("dim", c.dim);
+  return with_origin(args, [&] { return std::make_shared<SpectrogramDrop>(c); });
+}
+
+std::shared_ptr<hparams::Object> build_warping(const Args& args) {
+  WarpingConfig c;
+  c.warp_window = args.get_int("warp_window", c.warp_window);
+  c.warp_mode = args.get_string("warp_mode", c.warp_mode);
+  c.dim = args.get_int("dim", c.dim);
+  return with_origin(args, [&] { return std::make_shared<Warping>(c); });
+}
+
+std::shared_ptr<hparams::Object> build_add_noise(const Args& args) {
+  if (const Value* csv = args.find("csv_file"); csv && !csv->is_null()) {
+    throw_config_error("hparams: " + args.origin() +
+                       ": noise from a CSV file is not supported; only white noise (no csv_file)");
+  }
+  AddNoiseConfig c;
+  c.snr_low = args.get_double("snr_low", 0.0);
+  c.snr_high = args.get_double("snr_high", 0.0);
+  return with_origin(args, [&] { return std::make_shared<AddNoise>(c); });
+}
+
+void implement(Registry& registry, const std::string& name,
+               std::function<std::shared_ptr<hparams::Object>(const Args&)> build) {
+  const ClassInfo* declared = registry.find(name);
+  if (declared == nullptr) {
+    throw Error(ErrorKind::kInternal, "augment: '" + name + "' is not declared in the registry");
+  }
+  ClassInfo info = *declared;
+  info.build = std::move(build);
+  registry.add(std::move(info));
+}
+
+}  // namespace
+
+void register_augment_classes(Registry& registry) {
+  implement(registry, "speechbrain.augment.freq_domain.SpectrogramDrop", build_spectrogram_drop);
+  implement(registry, "speechbrain.augment.freq_domain.Warping", build_warping);
+  implement(registry, "speechbrain.augment.augmenter.Augmenter", build_augmenter);
+
+  ClassInfo noise;
+  noise.name = "speechbrain.augment.time_domain.AddNoise";
+  noise.aliases = {"mamba_asr.AddNoise"};
+  noise.summary = "adds white noise at a random SNR";
+  noise.params = {"csv_file",         "csv_keys",    "sorting",      "num_workers",
+                  "snr_low",          "snr_high",    "pad_noise",    "start_index",
+                  "normalize",        "noise_funct", "replacements", "noise_sample_rate",
+                  "clean_sample_rate"};
+  noise.build = build_add_noise;
+  registry.add(std::move(noise));
+}
+
+}  // namespace masr::features

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+# tests/features/augment_reference.py
+# Independent reference for test_augment.cpp: SpeechBrain v1.0's SpectrogramDrop and Warping draw
+# order and formulas, written with PyTorch, seeded with torch.Generator(seed).
+#   augment_reference.py drop IN OUT B T F seed len_low len_high count_low count_high dim
+#   augment_reference.py warp IN OUT B T F seed window mode dim
+import sys
+
+import numpy as np
+import torch
+
+
+def drop(x, g, len_low, len_high, count_low, count_high, dim):
+    batch, extent = x.shape[0], x.shape[dim]
+    n = int(torch.randint(count_low, count_high + 1, (1,), generator=g))
+    if n == 0:
+        return x
+    lengths = torch.randint(len_low, len_high, (batch, n), generator=g)
+    pos = torch.randint(0, max(1, extent - int(lengths.max())), (batch, n), generator=g)
+    d = torch.arange(extent).view(1, 1, -1)
+    mask = ((pos.unsqueeze(2) <= d) & (d < (pos + lengths).unsqueeze(2))).any(dim=1)
+    mask = mask.unsqueeze(2) if dim == 1 else mask.unsqueeze(1)
+    return x.masked_fill(mask, x.mean())
+
+
+def warp(x, g, window, mode, dim):
+    if dim == 2:
+        x = x.transpose(1, 2)
+    y = x.unsqueeze(1).clone()
+    length = y.shape[2]
+    if length - window <= window:
+        return x if dim == 1 else x.transpose(1, 2)
+    c = int(torch.randint(window, length - window, (1,), generator=g))
+    w = int(torch.randint(c - window, c + window, (1,), generator=g)) + 1
+    f = y.shape[3]
+    left = torch.nn.functional.interpolate(y[:, :, :c], (w, f), mode=mode, align_corners=True)
+    right = torch.nn.functional.interpolate(y[:, :, c:], (length - w, f), mode=mode,
+                                            align_corners=True)
+    out = torch.cat([left, right], dim=2).squeeze(1)
+    return out if dim == 1 else out.transpose(1, 2)
+
+
+def main():
+    kind, src, dst = sys.argv[1:4]
+    b, t, f, seed = (int(v) for v in sys.argv[4:8])
+    x = torch.from_numpy(np.fromfile(src, dtype=np.float32).reshape(b, t, f))
+    g = torch.Generator().manual_seed(seed)
+    rest = sys.argv[8:]
+    if kind == "drop":
+        y = drop(x, g, *(int(v) for v in rest))
+    else:
+        y = warp(x, g, int(rest[0]), rest[1], int(rest[2]))
+    y.contiguous().numpy().astype(np.float32).tofile(dst)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,406 @@
+// tests/features/test_augment.cpp
+// SpectrogramDrop, Warping, AddNoise and Augmenter: hand-checked cases, statistics over seeds,
+// reproducibility, parity with a PyTorch reference of SpeechBrain v1.0's formulas, hparams
+// builders.
+#include <torch/torch.h>
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "features/augment_augmenter.h"
+#include "features/augment_noise.h"
+#include "features/augment_spectrogram_drop.h"
+#include "features/augment_warping.h"
+#include "hparams/hparams.h"
+#include "runtime/registration.h"
+
+using namespace masr::features;
+namespace fs = std::filesystem;
+
+namespace {
+
+at::Tensor full_lengths(int64_t batch) { return torch::ones({batch}); }
+
+at::Tensor ramp(int64_t b, int64_t t, int64_t f) {
+  return torch::arange(b * t * f, torch::kFloat).view({b, t, f});
+}
+
+// Lengths of the runs of zeros in row r of a (B, T) boolean "dropped" matrix.
+std::vector<int64_t> zero_runs(const at::Tensor& dropped) {
+  std::vector<int64_t> runs;
+  int64_t run = 0;
+  for (int64_t t = 0; t < dropped.size(0); ++t) {
+    if (dropped[t].item<bool>()) {
+      ++run;
+    } else if (run > 0) {
+      runs.push_back(run);
+      run = 0;
+    }
+  }
+  if (run > 0) runs.push_back(run);
+  return runs;
+}
+
+void write_floats(const fs::path& path, const at::Tensor& x) {
+  auto c = x.contiguous();
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(c.data_ptr<float>()), c.numel() * sizeof(float));
+}
+
+at::Tensor read_floats(const fs::path& path, at::IntArrayRef shape) {
+  auto out = torch::empty(shape, torch::kFloat);
+  std::ifstream(path, std::ios::binary)
+      .read(reinterpret_cast<char*>(out.data_ptr<float>()), out.numel() * sizeof(float));
+  return out;
+}
+
+// Runs tests/features/augment_reference.py on x and returns its output.
+at::Tensor python_reference(const at::Tensor& x, const std::string& kind, uint64_t seed,
+                            const std::string& params) {
+  const fs::path dir = fs::temp_directory_path() / ("masr_aug_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  write_floats(dir / "in.bin", x);
+  const std::string cmd =
+      "/usr/bin/python3 " MASR_SOURCE_DIR "/tests/features/augment_reference.py " + kind + " " +
+      (dir / "in.bin").string() + " " + (dir / "out.bin").string() + " " +
+      std::to_string(x.size(0)) + " " + std::to_string(x.size(1)) + " " +
+      std::to_string(x.size(2)) + " " + std::to_string(seed) + " " + params;
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  auto out = read_floats(dir / "out.bin", x.sizes());
+  fs::remove_all(dir);
+  return out;
+}
+
+// A fake augmentation that records its order of application: x -> x * 10 + tag.
+class Tagger : public Augmentation {
+ public:
+  explicit Tagger(int tag) : tag_(tag) {}
+  AugmentBatch apply(const at::Tensor& x, const at::Tensor& lengths,
+                     at::Generator&) const override {
+    return {x * 10 + tag_, lengths, {}};
+  }
+  std::string name() const override { return "Tagger" + std::to_string(tag_); }
+
+ private:
+  int tag_;
+};
+
+std::vector<std::shared_ptr<const Augmentation>> taggers(int n) {
+  std::vector<std::shared_ptr<const Augmentation>> out;
+  for (int i = 1; i <= n; ++i) out.push_back(std::make_shared<Tagger>(i));
+  return out;
+}
+
+SpectrogramDropConfig drop_cfg(int64_t len_low, int64_t len_high, int64_t count_low,
+                               int64_t count_high, const std::string& replace, int64_t dim) {
+  SpectrogramDropConfig c;
+  c.drop_length_low = len_low;
+  c.drop_length_high = len_high;
+  c.drop_count_low = count_low;
+  c.drop_count_high = count_high;
+  c.replace = replace;
+  c.dim = dim;
+  return c;
+}
+
+WarpingConfig warp_cfg(int64_t window, const std::string& mode, int64_t dim) {
+  WarpingConfig c;
+  c.warp_window = window;
+  c.warp_mode = mode;
+  c.dim = dim;
+  return c;
+}
+
+AugmenterConfig aug_cfg(int64_t min_augmentations, int64_t max_augmentations) {
+  AugmenterConfig c;
+  c.min_augmentations = min_augmentations;
+  c.max_augmentations = max_augmentations;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("SpectrogramDrop: hand-checked chunks on a ramp", "[augment]") {
+  auto gen = make_generator(0);
+  const auto x = ramp(1, 10, 3);  // frame t holds 3t, 3t+1, 3t+2; mean 14.5
+  // Chunks [2, 4) and [6, 7) over time.
+  auto pos = torch::tensor({{2, 6}}, torch::kLong);
+  auto len = torch::tensor({{2, 1}}, torch::kLong);
+  auto zeros = SpectrogramDrop::drop_chunks(x, pos, len, 1, "zeros", gen);
+  auto expected = x.clone();
+  expected.index_put_({0, torch::tensor({2, 3, 6})}, 0.0);
+  CHECK(torch::equal(zeros, expected));
+
+  auto mean = SpectrogramDrop::drop_chunks(x, pos, len, 1, "mean", gen);
+  expected = x.clone();
+  expected.index_put_({0, torch::tensor({2, 3, 6})}, 14.5);
+  CHECK(torch::equal(mean, expected));
+
+  // Frequency bin 1 of every frame.
+  auto freq =
+      SpectrogramDrop::drop_chunks(x, torch::tensor({{1}}), torch::tensor({{1}}), 2, "zeros", gen);
+  expected = x.clone();
+  expected.index_put_({0, torch::indexing::Slice(), 1}, 0.0);
+  CHECK(torch::equal(freq, expected));
+
+  // "rand" stays within [min, max] of the batch; "cutcat" copies the previous utterance.
+  auto rnd = SpectrogramDrop::drop_chunks(x, pos, len, 1, "rand", gen);
+  CHECK(rnd.min().item<float>() >= 0.0f);
+  CHECK(rnd.max().item<float>() <= 29.0f);
+  CHECK_FALSE(torch::equal(rnd, x));
+  auto two = ramp(2, 4, 1);
+  auto cut = SpectrogramDrop::drop_chunks(two, torch::tensor({{0}, {0}}), torch::tensor({{1}, {1}}),
+                                          1, "cutcat", gen);
+  CHECK(cut[0][0][0].item<float>() == 4.0f);  // from utterance 1
+  CHECK(cut[1][0][0].item<float>() == 0.0f);  // from utterance 0
+}
+
+TEST_CASE("SpectrogramDrop: lengths in [low, high), positions inside, counts in [low, high]",
+          "[augment]") {
+  SpectrogramDrop drop(drop_cfg(3, 7, 1, 1, "zeros", 1));
+  std::set<int64_t> seen_lengths;
+  const auto x = torch::ones({4, 40, 2});
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    auto gen = make_generator(seed);
+    auto out = drop.apply(x, full_lengths(4), gen).x;
+    auto dropped = (out.select(2, 0) == 0);
+    for (int64_t b = 0; b < 4; ++b) {
+      auto runs = zero_runs(dropped[b]);
+      REQUIRE(runs.size() == 1);
+      seen_lengths.insert(runs[0]);
+    }
+    CHECK(torch::equal(out.select(2, 0), out.select(2, 1)));  // whole frames
+  }
+  CHECK(seen_lengths == std::set<int64_t>{3, 4, 5, 6});
+
+  SpectrogramDrop counted(drop_cfg(1, 2, 0, 2, "zeros", 2));
+  std::set<int64_t> counts;
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    auto gen = make_generator(seed);
+    auto out = counted.apply(torch::ones({1, 1, 50}), full_lengths(1), gen).x;
+    counts.insert((out == 0).sum().item<int64_t>());  // distinct bins: count, or fewer on overlap
+  }
+  CHECK(counts.count(0) == 1);
+  CHECK(counts.count(2) == 1);
+  CHECK(*counts.rbegin() <= 2);
+}
+
+TEST_CASE("SpectrogramDrop and Warping: same seed, same output", "[augment]") {
+  SpectrogramDrop drop(drop_cfg(15, 25, 4, 4, "mean", 1));
+  Warping warp(warp_cfg(5, "bicubic", 1));
+  const auto x = torch::randn({3, 120, 8}, make_generator(1));
+  auto g1 = make_generator(42), g2 = make_generator(42), g3 = make_generator(43);
+  auto a = warp.apply(drop.apply(x, full_lengths(3), g1).x, full_lengths(3), g1).x;
+  auto b = warp.apply(drop.apply(x, full_lengths(3), g2).x, full_lengths(3), g2).x;
+  auto c = warp.apply(drop.apply(x, full_lengths(3), g3).x, full_lengths(3), g3).x;
+  CHECK(torch::equal(a, b));
+  CHECK_FALSE(torch::equal(a, c));
+  CHECK(torch::equal(x, torch::randn({3, 120, 8}, make_generator(1))));  // input untouched
+}
+
+TEST_CASE("SpectrogramDrop matches the PyTorch reference draw for draw", "[augment]") {
+  const auto x = torch::randn({3, 60, 10}, make_generator(5));
+  for (int64_t dim : {1, 2}) {
+    for (uint64_t seed : {0, 7}) {
+      SpectrogramDrop drop(drop_cfg(2, 6, 1, 3, "mean", dim));
+      auto gen = make_generator(seed);
+      auto ours = drop.apply(x, full_lengths(3), gen).x;
+      auto ref = python_reference(x, "drop", seed, "2 6 1 3 " + std::to_string(dim));
+      INFO("dim " << dim << " seed " << seed);
+      CHECK(torch::allclose(ours, ref, 0.0, 1e-6));
+    }
+  }
+}
+
+TEST_CASE("Warping: hand-checked identity and linear ramp", "[augment]") {
+  const auto x = torch::randn({2, 20, 4}, make_generator(3));
+  // w == c maps each side onto itself: align_corners=True samples the original frames exactly.
+  CHECK(torch::allclose(Warping::warp(x, 8, 8, "bicubic"), x, 0.0, 1e-5));
+  // On a time ramp x[t] = t, bilinear warping is piecewise linear: frames [0, c) land on [0, w)
+  // and [c, L) on [w, L). c = 8, w = 10, L = 20: out[i] = i * 7/9 for i < 10, and
+  // out[10 + j] = 8 + j * 11/9 for j < 10.
+  auto time = torch::arange(20, torch::kFloat).view({1, 20, 1}).expand({1, 20, 3}).contiguous();
+  auto out = Warping::warp(time, 8, 10, "bilinear");
+  for (int i = 0; i < 10; ++i)
+    CHECK(out[0][i][1].item<float>() == Approx(i * 7.0 / 9).margin(1e-5));
+  for (int j = 0; j < 10; ++j) {
+    CHECK(out[0][10 + j][2].item<float>() == Approx(8 + j * 11.0 / 9).margin(1e-5));
+  }
+  // Too short to warp: L - window <= window.
+  Warping warp(warp_cfg(5, "bicubic", 1));
+  auto gen = make_generator(0);
+  auto short_x = torch::randn({1, 10, 3});
+  CHECK(torch::equal(warp.apply(short_x, full_lengths(1), gen).x, short_x));
+}
+
+TEST_CASE("Warping matches the PyTorch reference (interpolate, align_corners=True)", "[augment]") {
+  const auto x = torch::randn({2, 50, 12}, make_generator(9));
+  for (const std::string mode : {"bicubic", "bilinear"}) {
+    for (int64_t dim : {1, 2}) {
+      for (uint64_t seed : {3}) {
+        Warping warp(warp_cfg(5, mode, dim));
+        auto gen = make_generator(seed);
+        auto ours = warp.apply(x, full_lengths(2), gen).x;
+        auto ref = python_reference(x, "warp", seed, "5 " + mode + " " + std::to_string(dim));
+        INFO(mode << " dim " << dim << " seed " << seed);
+        CHECK(torch::allclose(ours, ref, 0.0, 1e-5));
+      }
+    }
+  }
+}
+
+TEST_CASE("AddNoise: the drawn SNR is the measured SNR", "[augment]") {
+  AddNoiseConfig ten_db;
+  ten_db.snr_low = ten_db.snr_high = 10.0;
+  AddNoise noise(ten_db);
+  auto gen = make_generator(4);
+  const auto x = torch::randn({2, 16000}, make_generator(2)) * 0.1;
+  auto y = noise.apply(x, full_lengths(2), gen).x;
+  // y = (1 - a) x + n', so the SNR is 20 log10(rms((1 - a) x) / rms(n')) with a = 1/(10^0.5 + 1).
+  const double a = 1.0 / (std::pow(10.0, 0.5) + 1.0);
+  auto clean = x * (1.0 - a);
+  auto snr = 20.0 * torch::log10(clean.pow(2).mean(1).sqrt() / (y - clean).pow(2).mean(1).sqrt());
+  CHECK(snr[0].item<double>() == Approx(10.0).margin(1e-3));
+  CHECK(snr[1].item<double>() == Approx(10.0).margin(1e-3));
+  AddNoiseConfig inverted;
+  inverted.snr_low = 5;
+  CHECK_THROWS_WITH(AddNoise(inverted), Catch::Contains("snr_low (5.000000 dB)"));
+}
+
+TEST_CASE("Augmenter: order, count, concat_original, repeat, parallel, indices", "[augment]") {
+  const auto x = torch::zeros({4, 1, 1});
+  const auto lengths = torch::tensor({1.0f, 0.5f, 0.75f, 1.0f});
+  auto gen = make_generator(0);
+
+  // min = max = 3 in order: ((0*10+1)*10+2)*10+3 = 123, as in the S2S recipes.
+  Augmenter all(aug_cfg(3, 3), taggers(3));
+  auto out = all.apply(x, lengths, gen);
+  CHECK(torch::all(out.x == 123).item<bool>());
+  CHECK(torch::equal(out.source, torch::arange(4)));
+
+  // concat_original + repeat_augment 2 on rows [1, 3): original 4 rows, then 2 x 2 augmented.
+  AugmenterConfig cfg = aug_cfg(1, 1);
+  cfg.concat_original = true;
+  cfg.repeat_augment = 2;
+  cfg.augment_start_index = 1;
+  cfg.augment_end_index = 3;
+  out = Augmenter(cfg, taggers(2)).apply(x, lengths, gen);
+  CHECK(torch::equal(out.source, torch::tensor({0, 1, 2, 3, 1, 2, 1, 2}, torch::kLong)));
+  CHECK(torch::allclose(out.lengths, lengths.index_select(0, out.source)));
+  CHECK(out.x.index({torch::indexing::Slice(4)}).eq(1).all().item<bool>());
+
+  // parallel: each selected augmentation sees the whole batch; outputs concatenated.
+  AugmenterConfig par = aug_cfg(2, 2);
+  par.parallel_augment = true;
+  out = Augmenter(par, taggers(2)).apply(x, lengths, gen);
+  CHECK(out.x.size(0) == 8);
+  CHECK(out.x.index({torch::indexing::Slice(0, 4)}).eq(1).all().item<bool>());
+  CHECK(out.x.index({torch::indexing::Slice(4, 8)}).eq(2).all().item<bool>());
+
+  // augment_prob 0: never applied.
+  AugmenterConfig never;
+  never.augment_prob = 0.0;
+  out = Augmenter(never, taggers(2)).apply(x, lengths, gen);
+  CHECK(torch::equal(out.x, x));
+
+  // min 1, max 3, shuffled: over seeds every count and every first augmentation occurs.
+  AugmenterConfig shuffled = aug_cfg(1, 3);
+  shuffled.shuffle_augmentations = true;
+  Augmenter random_aug(shuffled, taggers(3));
+  std::set<int64_t> values;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    auto g = make_generator(seed);
+    values.insert(random_aug.apply(x, lengths, g).x[0][0][0].item<int64_t>());
+  }
+  // 3 singletons + 6 ordered pairs + 6 permutations of three.
+  CHECK(values.size() == 15);
+}
+
+TEST_CASE("Augmenter: SpeechBrain's min/max resolution and errors", "[augment]") {
+  Augmenter defaults(AugmenterConfig(), taggers(4));
+  CHECK(defaults.min_augmentations() == 1);
+  CHECK(defaults.max_augmentations() == 4);
+  Augmenter clamped(aug_cfg(9, 9), taggers(2));
+  CHECK(clamped.min_augmentations() == 2);
+  CHECK(clamped.max_augmentations() == 2);
+  AugmenterConfig bad_end;
+  bad_end.augment_start_index = 3;
+  bad_end.augment_end_index = 1;
+  CHECK_THROWS_WITH(Augmenter(bad_end, taggers(1)),
+                    Catch::Contains("augment_end_index 1 is smaller than augment_start_index 3"));
+  AugmenterConfig bad_enable;
+  bad_enable.enable_augmentations = {true};
+  CHECK_THROWS_WITH(Augmenter(bad_enable, taggers(2)),
+                    Catch::Contains("enable_augmentations has 1 entries but there are 2"));
+  AugmenterConfig bad_repeat;
+  bad_repeat.repeat_augment = -1;
+  CHECK_THROWS_WITH(Augmenter(bad_repeat, taggers(1)), Catch::Contains("repeat_augment -1"));
+}
+
+TEST_CASE("Augmentation configs reject bad values with the value in the message", "[augment]") {
+  CHECK_THROWS_WITH(SpectrogramDrop(drop_cfg(5, 5, 1, 3, "zeros", 1)),
+                    Catch::Contains("drop_length_low (5) must be >= 0 and less than"));
+  CHECK_THROWS_WITH(SpectrogramDrop(drop_cfg(5, 15, 3, 1, "zeros", 1)),
+                    Catch::Contains("drop_count_low (3)"));
+  CHECK_THROWS_WITH(SpectrogramDrop(drop_cfg(5, 15, 1, 3, "noise", 1)),
+                    Catch::Contains("replace 'noise'"));
+  CHECK_THROWS_WITH(SpectrogramDrop(drop_cfg(5, 15, 1, 3, "zeros", 3)), Catch::Contains("dim 3"));
+  CHECK_THROWS_WITH(Warping(warp_cfg(5, "nearest", 1)), Catch::Contains("warp_mode 'nearest'"));
+  CHECK_THROWS_WITH(Warping(warp_cfg(0, "bicubic", 1)), Catch::Contains("warp_window 0"));
+  SpectrogramDrop drop{SpectrogramDropConfig()};
+  auto gen = make_generator(0);
+  CHECK_THROWS_WITH(drop.apply(torch::ones({4, 5}), full_lengths(4), gen),
+                    Catch::Contains("got 2 dimensions"));
+}
+
+TEST_CASE("hparams build the S2S recipe's Augmenter", "[augment]") {
+  masr::runtime::register_all_classes();
+  const std::string yaml = R"(
+time_drop: !new:speechbrain.augment.freq_domain.SpectrogramDrop
+    drop_length_low: 15
+    drop_length_high: 25
+    drop_count_low: 4
+    drop_count_high: 4
+    replace: "mean"
+freq_drop: !new:speechbrain.augment.freq_domain.SpectrogramDrop
+    drop_length_low: 10
+    drop_length_high: 20
+    drop_count_low: 4
+    drop_count_high: 4
+    replace: "mean"
+    dim: 2
+time_warp: !new:speechbrain.augment.freq_domain.Warping
+    warp_window: 5
+    warp_mode: bicubic
+fea_augment: !new:speechbrain.augment.augmenter.Augmenter
+    min_augmentations: 3
+    max_augmentations: 3
+    augment_prob: 1.0
+    augmentations: [!ref <time_drop>, !ref <freq_drop>, !ref <time_warp>]
+)";
+  auto hp = masr::hparams::load_text(yaml);
+  auto augmenter = std::dynamic_pointer_cast<Augmenter>(hp["fea_augment"].instance()->object);
+  REQUIRE(augmenter);
+  CHECK(augmenter->size() == 3);
+  CHECK(augmenter->summary() == "3-3 of [SpectrogramDrop, SpectrogramDrop, Warping], sequential");
+  auto gen = make_generator(11);
+  auto x = torch::randn({2, 100, 80});
+  auto out = augmenter->apply(x, torch::ones({2}), gen);
+  CHECK(out.x.sizes() == x.sizes());
+  CHECK_FALSE(torch::equal(out.x, x));
+
+  CHECK_THROWS_WITH(
+      masr::hparams::load_text("d: !new:speechbrain.augment.freq_domain.SpectrogramDrop\n"
+                               "    replace: bogus\n"),
+      Catch::Contains("key 'd'") && Catch::Contains("replace 'bogus'"));
+  CHECK_THROWS_WITH(masr::hparams::load_text("sp: !new:torch.nn.GELU\n"
+                                             "a: !new:speechbrain.augment.augmenter.Augmenter\n"
+                                             "    augmentations: [!ref <sp>]\n"),
+                    Catch::Contains("augmentations[0] is 'torch.nn.GELU'"));
+}
