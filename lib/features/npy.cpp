@@ -20,11 +20,11 @@ namespace {
 }
 
 std::string shape_literal(at::IntArrayRef sizes) {
+  // NumPy's own spelling: "(3,)" for one dimension, "(101, 80)" for two.
   std::ostringstream out;
   out << "(";
-  for (size_t i = 0; i < sizes.size(); ++i)
-    out << sizes[i] << (i + 1 < sizes.size() || sizes.size() == 1 ? "," : "");
-  out << ")";
+  for (size_t i = 0; i < sizes.size(); ++i) out << (i ? ", " : "") << sizes[i];
+  out << (sizes.size() == 1 ? ",)" : ")");
   return out.str();
 }
 
