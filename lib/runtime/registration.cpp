@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 
 #include "features/augment_registration.h"
+#include "features/registration.h"
 
 namespace masr::runtime {
 namespace {
@@ -26,6 +27,7 @@ void register_seed(hparams::Registry& registry) {
 void register_all_classes(hparams::Registry& registry) {
   register_seed(registry);
   features::register_augment_classes(registry);
+  features::register_features_classes(registry);
 }
 
 }  // namespace masr::runtime

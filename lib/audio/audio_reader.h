@@ -1,0 +1,47 @@
+// lib/audio/audio_reader.h
+// Reading audio files (libsndfile: WAV, FLAC, OGG/Vorbis, Opus, MP3, ...) as mono float32 at a
+// requested sample rate, like SpeechBrain's read_audio followed by a resampler.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace masr::audio {
+
+// Samples in [-1, 1] (integer formats are scaled by 2^(bits-1), as torchaudio does).
+struct Audio {
+  std::vector<float> samples;
+  int sample_rate = 0;
+
+  double duration() const {
+    return sample_rate > 0 ? static_cast<double>(samples.size()) / sample_rate : 0.0;
+  }
+};
+
+// What the file header says, without decoding the samples (fast, for manifests).
+struct AudioInfo {
+  int64_t frames = 0;  // samples per channel
+  int sample_rate = 0;
+  int channels = 0;
+  std::string format;  // e.g. "WAV (Microsoft) / Signed 16 bit PCM"
+
+  double duration() const {
+    return sample_rate > 0 ? static_cast<double>(frames) / sample_rate : 0.0;
+  }
+};
+
+// Throws masr::Error (naming the file and the reason) for files that cannot be opened or are not
+// audio, that have no samples, whose data ends before the header says, or that hold NaN/Inf.
+AudioInfo probe_audio(const std::string& path);
+
+// Decodes every channel, averages them to mono and resamples to `target_rate` (libsoxr, high
+// quality). target_rate <= 0 keeps the file's rate.
+Audio read_audio(const std::string& path, int target_rate = 16000);
+
+// Writes mono or interleaved float samples; `format` is an SF_FORMAT_* combination (0: 16-bit
+// PCM WAV). Used by tests and tools; throws masr::Error on failure.
+void write_audio(const std::string& path, const std::vector<float>& interleaved, int sample_rate,
+                 int channels = 1, int format = 0);
+
+}  // namespace masr::audio

@@ -1,0 +1,43 @@
+// lib/audio/speed_perturb.cpp
+#include "audio/speed_perturb.h"
+
+#include "audio/resample.h"
+#include "core/error.h"
+
+namespace masr::audio {
+
+void SpeedPerturbConfig::validate() const {
+  if (orig_freq <= 0) {
+    throw_config_error("SpeedPerturb: orig_freq must be positive, got " +
+                       std::to_string(orig_freq));
+  }
+  if (speeds.empty()) throw_config_error("SpeedPerturb: speeds must list at least one speed");
+  for (int speed : speeds) {
+    // SpeechBrain computes the new rate as orig_freq * speed // 100; it must stay positive.
+    if (speed <= 0 || static_cast<long long>(orig_freq) * speed / 100 <= 0) {
+      throw_config_error("SpeedPerturb: speed " + std::to_string(speed) +
+                         " (percent) must give a positive rate at orig_freq " +
+                         std::to_string(orig_freq));
+    }
+  }
+}
+
+SpeedPerturb::SpeedPerturb(SpeedPerturbConfig config) : config_(std::move(config)) {
+  config_.validate();
+}
+
+std::vector<float> SpeedPerturb::apply(const std::vector<float>& samples, int speed) const {
+  const int new_freq = static_cast<int>(static_cast<long long>(config_.orig_freq) * speed / 100);
+  return resample(samples, config_.orig_freq, new_freq);
+}
+
+SpeedPerturb::Result SpeedPerturb::operator()(const std::vector<float>& samples,
+                                              std::mt19937_64& rng) const {
+  std::uniform_int_distribution<size_t> pick(0, config_.speeds.size() - 1);
+  Result result;
+  result.speed = config_.speeds[pick(rng)];
+  result.samples = apply(samples, result.speed);
+  return result;
+}
+
+}  // namespace masr::audio

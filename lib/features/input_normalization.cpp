@@ -1,0 +1,126 @@
+// lib/features/input_normalization.cpp
+// Follows SB:processing/features.py InputNormalization.forward: per-utterance statistics, their
+// batch average, and the cumulative global update (count increases on every training batch, the
+// statistics only move while epoch < update_until_epoch).
+#include "features/input_normalization.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace masr::features {
+
+void InputNormalizationConfig::validate() const {
+  if (norm_type != "sentence" && norm_type != "batch" && norm_type != "global") {
+    throw_config_error("InputNormalization: norm_type '" + norm_type +
+                       "' is not supported (sentence, batch or global; 'speaker' is not "
+                       "implemented)");
+  }
+  if (avg_factor && (*avg_factor < 0.0 || *avg_factor > 1.0)) {
+    throw_config_error("InputNormalization: avg_factor must be in [0, 1], got " +
+                       std::to_string(*avg_factor));
+  }
+}
+
+std::string InputNormalizationConfig::to_string() const {
+  std::ostringstream out;
+  out << "norm_type=" << norm_type << " mean_norm=" << mean_norm << " std_norm=" << std_norm
+      << " avg_factor=" << (avg_factor ? std::to_string(*avg_factor) : "None")
+      << " update_until_epoch=" << update_until_epoch;
+  return out.str();
+}
+
+InputNormalizationImpl::InputNormalizationImpl(InputNormalizationConfig config)
+    : config_(std::move(config)) {
+  config_.validate();
+  count_ = register_buffer("count", at::zeros({}, at::kLong));
+  glob_mean_ = register_buffer("glob_mean", at::empty({0}, at::kFloat));
+  glob_std_ = register_buffer("glob_std", at::empty({0}, at::kFloat));
+}
+
+int64_t InputNormalizationImpl::count() const { return count_.item<int64_t>(); }
+
+void InputNormalizationImpl::set_statistics(int64_t count, const at::Tensor& mean,
+                                            const at::Tensor& std) {
+  if (!mean.defined() || !std.defined() || !mean.sizes().equals(std.sizes())) {
+    throw_input_error("InputNormalization: glob_mean and glob_std must have the same shape");
+  }
+  at::NoGradGuard no_grad;
+  count_.fill_(count);
+  // set_ keeps the registered buffer objects, so the module's state dict sees the new values.
+  glob_mean_.set_(mean.detach().to(at::kFloat).clone());
+  glob_std_.set_(std.detach().to(at::kFloat).clone());
+}
+
+std::pair<at::Tensor, at::Tensor> InputNormalizationImpl::utterance_statistics(
+    const at::Tensor& x, const at::Tensor& rel_lengths) const {
+  const int64_t batch = x.size(0);
+  const int64_t time = x.size(1);
+  std::vector<at::Tensor> means, stds;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t valid = time;
+    if (rel_lengths.defined()) {
+      // torch.round: half to even, like std::nearbyint in the default rounding mode.
+      valid = static_cast<int64_t>(std::nearbyint(rel_lengths[b].item<double>() * time));
+    }
+    if (valid < 1 || valid > time) {
+      throw_input_error("InputNormalization: utterance " + std::to_string(b) + " has " +
+                        std::to_string(valid) + " valid frames of " + std::to_string(time) +
+                        " (relative length " + std::to_string(rel_lengths[b].item<double>()) + ")");
+    }
+    if (config_.std_norm && valid < 2) {
+      // torch.std of one frame is NaN, which would poison the global statistics for good.
+      throw_input_error("InputNormalization: utterance " + std::to_string(b) +
+                        " has 1 valid frame; the unbiased std needs at least 2");
+    }
+    const at::Tensor frames = x[b].narrow(0, 0, valid);
+    const at::Tensor frame_mean = frames.mean(0);
+    at::Tensor mean = config_.mean_norm ? frame_mean : at::zeros_like(frame_mean);
+    at::Tensor std = at::ones_like(frame_mean);
+    if (config_.std_norm) {
+      std = (frames - frame_mean).pow(2).sum(0).div(static_cast<double>(valid - 1)).sqrt();
+    }
+    means.push_back(mean);
+    stds.push_back(at::clamp_min(std, 1e-10));
+  }
+  return {at::stack(means), at::stack(stds)};
+}
+
+at::Tensor InputNormalizationImpl::forward(const at::Tensor& x, const at::Tensor& rel_lengths,
+                                           std::optional<int64_t> epoch) {
+  if (x.dim() < 2) {
+    throw_input_error("InputNormalization: expected (B, T, ...) features, got " +
+                      std::to_string(x.dim()) + " dimensions");
+  }
+  // Statistics come from detached features: constants for autograd, as `.data` in SpeechBrain.
+  auto [means, stds] = utterance_statistics(x.detach(), rel_lengths);
+  if (config_.norm_type == "sentence") {
+    return (x - means.unsqueeze(1)) / stds.unsqueeze(1);
+  }
+  const at::Tensor mean = means.mean(0);
+  const at::Tensor std = stds.mean(0);
+  if (config_.norm_type == "batch") return (x - mean) / std;
+
+  if (is_training()) {
+    const int64_t n = count();
+    if (n == 0 || glob_mean_.numel() == 0) {
+      set_statistics(0, mean, std);
+    } else if (!epoch || *epoch < config_.update_until_epoch) {
+      const double weight = config_.avg_factor ? *config_.avg_factor : 1.0 / (n + 1);
+      glob_mean_.mul_(1.0 - weight).add_(mean.to(at::kFloat), weight);
+      glob_std_.mul_(1.0 - weight).add_(std.to(at::kFloat), weight);
+    }
+    count_.add_(1);
+  } else if (!has_statistics()) {
+    throw_input_error(
+        "InputNormalization: global statistics are empty (count 0); train at least one batch "
+        "or load them from a checkpoint (normalizer.ckpt) before evaluation");
+  }
+  return (x - glob_mean_.to(x.device(), x.scalar_type())) /
+         glob_std_.to(x.device(), x.scalar_type());
+}
+
+}  // namespace masr::features

@@ -1,0 +1,87 @@
+// lib/features/npy.cpp
+// The .npy layout: "\x93NUMPY", version 1.0, a little-endian uint16 header length, a Python dict
+// literal padded with spaces to a multiple of 64 bytes and ending in '\n', then the raw data.
+#include "features/npy.h"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+
+namespace masr::features {
+namespace {
+
+[[noreturn]] void bad_npy(const std::string& path, const std::string& reason) {
+  throw_input_error("npy file '" + path + "': " + reason);
+}
+
+std::string shape_literal(at::IntArrayRef sizes) {
+  // NumPy's own spelling: "(3,)" for one dimension, "(101, 80)" for two.
+  std::ostringstream out;
+  out << "(";
+  for (size_t i = 0; i < sizes.size(); ++i) out << (i ? ", " : "") << sizes[i];
+  out << (sizes.size() == 1 ? ",)" : ")");
+  return out.str();
+}
+
+}  // namespace
+
+void write_npy(const std::string& path, const at::Tensor& tensor) {
+  const at::Tensor data = tensor.detach().to(at::kCPU, at::kFloat).contiguous();
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_literal(data.sizes()) + ", }";
+  const size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error(ErrorKind::kIo, "npy file '" + path + "': cannot open for writing");
+  const uint16_t length = static_cast<uint16_t>(header.size());
+  const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  out.write(magic, 8);
+  const char length_bytes[2] = {static_cast<char>(length & 0xff), static_cast<char>(length >> 8)};
+  out.write(length_bytes, 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(static_cast<const char*>(data.data_ptr()),
+            static_cast<std::streamsize>(data.numel() * sizeof(float)));
+  if (!out) throw Error(ErrorKind::kIo, "npy file '" + path + "': write failed");
+}
+
+at::Tensor read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, "npy file '" + path + "': cannot open");
+  char magic[10] = {0};
+  in.read(magic, 10);
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) bad_npy(path, "not a .npy file");
+  if (magic[6] != 1) bad_npy(path, "only format version 1.0 is supported");
+  const size_t length = static_cast<unsigned char>(magic[8]) |
+                        (static_cast<size_t>(static_cast<unsigned char>(magic[9])) << 8);
+  std::string header(length, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(length));
+  if (!in) bad_npy(path, "truncated header");
+  const bool f8 = header.find("'<f8'") != std::string::npos;
+  if (!f8 && header.find("'<f4'") == std::string::npos) {
+    bad_npy(path, "dtype must be '<f4' or '<f8' (header " + header + ")");
+  }
+  if (header.find("'fortran_order': False") == std::string::npos) {
+    bad_npy(path, "Fortran order is not supported");
+  }
+  const size_t open = header.find('(', header.find("'shape'"));
+  const size_t close = header.find(')', open);
+  if (open == std::string::npos || close == std::string::npos) bad_npy(path, "no shape");
+  std::vector<int64_t> shape;
+  std::istringstream dims(header.substr(open + 1, close - open - 1));
+  for (std::string item; std::getline(dims, item, ',');) {
+    if (item.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(item));
+  }
+  at::Tensor result = at::empty(shape, f8 ? at::kDouble : at::kFloat);
+  const auto bytes = static_cast<std::streamsize>(result.numel() * result.element_size());
+  in.read(static_cast<char*>(result.data_ptr()), bytes);
+  if (in.gcount() != bytes) bad_npy(path, "truncated data");
+  return result.to(at::kFloat);
+}
+
+}  // namespace masr::features

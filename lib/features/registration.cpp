@@ -1,0 +1,141 @@
+// lib/features/registration.cpp
+// Replaces the declared SpeechBrain front-end classes (hparams/known_classes.cpp) with builders,
+// and registers the "features" benchmark.
+#include "features/registration.h"
+
+#include <ATen/ATen.h>
+
+#include <sstream>
+
+#include "core/error.h"
+#include "runtime/benchmark.h"
+
+namespace masr::features {
+namespace {
+
+[[noreturn]] void unsupported(const hparams::Args& args, const std::string& what) {
+  throw_config_error(args.origin() + ": " + what + " is not supported");
+}
+
+hparams::ClassInfo implemented(
+    hparams::Registry& registry, const std::string& name,
+    std::function<std::shared_ptr<hparams::Object>(const hparams::Args&)> build) {
+  const hparams::ClassInfo* declared = registry.find(name);
+  if (declared == nullptr) throw Error(ErrorKind::kInternal, "class " + name + " is not declared");
+  hparams::ClassInfo info = *declared;
+  info.build = std::move(build);
+  return info;
+}
+
+void register_benchmark() {
+  runtime::register_benchmark(
+      {"features",
+       "SpeechBrain Fbank (80 mels, 400/25 ms/10 ms) on 10 s of 16 kHz audio, batch 1 and 16",
+       [](const runtime::BenchSettings& settings) {
+         std::vector<runtime::BenchResult> results;
+         for (StftMethod method : {StftMethod::kRfft, StftMethod::kMatmul}) {
+           FbankConfig config;
+           config.n_mels = 80;
+           config.method = method;
+           const Fbank fbank(config);
+           for (int64_t batch : {1, 16}) {
+             const at::Tensor wav = at::randn({batch, 160000}) * 0.1;
+             const std::string method_name = method == StftMethod::kRfft ? "rfft" : "matmul";
+             auto r = runtime::measure("fbank/" + method_name + "/b" + std::to_string(batch),
+                                       settings, [&] { (void)fbank(wav); });
+             r.work = 10.0 * static_cast<double>(batch);
+             r.work_unit = "audio-s";
+             r.note = "(" + std::to_string(batch) + ", 160000) float32, " +
+                      std::to_string(at::get_num_threads()) + " threads";
+             results.push_back(std::move(r));
+           }
+         }
+         return results;
+       }});
+}
+
+}  // namespace
+
+FbankConfig fbank_config_from(const hparams::Args& args) {
+  if (args.get_bool("deltas", false)) unsupported(args, "deltas=True");
+  if (args.get_bool("context", false)) unsupported(args, "context=True");
+  if (args.get_bool("requires_grad", false))
+    unsupported(args, "requires_grad=True (learnable filters)");
+  if (args.get_string("filter_shape", "triangular") != "triangular") {
+    unsupported(args, "filter_shape '" + args.get_string("filter_shape", "") + "'");
+  }
+  if (args.get_double("param_rand_factor", 0.0) != 0.0) unsupported(args, "param_rand_factor != 0");
+  FbankConfig config;
+  config.sample_rate = static_cast<int>(args.get_int("sample_rate", 16000));
+  config.n_fft = static_cast<int>(args.get_int("n_fft", 400));
+  config.n_mels = static_cast<int>(args.get_int("n_mels", 40));
+  config.f_min = args.get_double("f_min", 0.0);
+  const hparams::Value* f_max = args.find("f_max");
+  config.f_max = (f_max == nullptr || f_max->is_null()) ? 0.0 : f_max->as_double();
+  config.win_length_ms = args.get_double("win_length", 25.0);
+  config.hop_length_ms = args.get_double("hop_length", 10.0);
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    throw_config_error(args.origin() + ": " + e.what());
+  }
+  return config;
+}
+
+InputNormalizationConfig input_normalization_config_from(const hparams::Args& args) {
+  if (args.get_bool("requires_grad", false)) unsupported(args, "requires_grad=True");
+  InputNormalizationConfig config;
+  config.mean_norm = args.get_bool("mean_norm", true);
+  config.std_norm = args.get_bool("std_norm", true);
+  config.norm_type = args.get_string("norm_type", "global");
+  const hparams::Value* avg = args.find("avg_factor");
+  if (avg != nullptr && !avg->is_null()) config.avg_factor = avg->as_double();
+  config.update_until_epoch = args.get_int("update_until_epoch", 3);
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    throw_config_error(args.origin() + ": " + e.what());
+  }
+  return config;
+}
+
+audio::SpeedPerturbConfig speed_perturb_config_from(const hparams::Args& args) {
+  audio::SpeedPerturbConfig config;
+  config.orig_freq = static_cast<int>(args.get("orig_freq").as_int());
+  if (const hparams::Value* speeds = args.find("speeds")) {
+    config.speeds.clear();
+    for (const auto& s : speeds->items()) config.speeds.push_back(static_cast<int>(s.as_int()));
+  }
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    throw_config_error(args.origin() + ": " + e.what());
+  }
+  return config;
+}
+
+std::string SpeedPerturbObject::summary() const {
+  std::ostringstream out;
+  out << "SpeedPerturb orig_freq=" << perturb.config().orig_freq << " speeds=";
+  for (size_t i = 0; i < perturb.config().speeds.size(); ++i) {
+    out << (i ? "/" : "") << perturb.config().speeds[i];
+  }
+  return out.str();
+}
+
+void register_features_classes(hparams::Registry& registry) {
+  registry.add(implemented(
+      registry, "speechbrain.lobes.features.Fbank",
+      [](const hparams::Args& a) { return std::make_shared<FbankObject>(fbank_config_from(a)); }));
+  registry.add(implemented(
+      registry, "speechbrain.processing.features.InputNormalization", [](const hparams::Args& a) {
+        return std::make_shared<InputNormalizationObject>(input_normalization_config_from(a));
+      }));
+  registry.add(implemented(
+      registry, "speechbrain.augment.time_domain.SpeedPerturb", [](const hparams::Args& a) {
+        return std::make_shared<SpeedPerturbObject>(speed_perturb_config_from(a));
+      }));
+  register_benchmark();
+}
+
+}  // namespace masr::features

@@ -1,0 +1,42 @@
+// lib/features/registration.h
+// hparams builders for the front end (Fbank, InputNormalization, SpeedPerturb) and the
+// "features" benchmark. The objects expose the configured C++ object to whoever uses them.
+#pragma once
+
+#include <memory>
+
+#include "audio/speed_perturb.h"
+#include "features/fbank.h"
+#include "features/input_normalization.h"
+#include "hparams/registry.h"
+
+namespace masr::features {
+
+struct FbankObject : hparams::Object {
+  explicit FbankObject(FbankConfig config) : fbank(std::move(config)) {}
+  std::string summary() const override { return "Fbank " + fbank.config().to_string(); }
+  Fbank fbank;
+};
+
+struct InputNormalizationObject : hparams::Object {
+  explicit InputNormalizationObject(InputNormalizationConfig config) : module(std::move(config)) {}
+  std::string summary() const override {
+    return "InputNormalization " + module->config().to_string();
+  }
+  InputNormalization module;
+};
+
+struct SpeedPerturbObject : hparams::Object {
+  explicit SpeedPerturbObject(audio::SpeedPerturbConfig config) : perturb(std::move(config)) {}
+  std::string summary() const override;
+  audio::SpeedPerturb perturb;
+};
+
+// Config structs from validated `!new:` arguments (throw config errors naming the file and key).
+FbankConfig fbank_config_from(const hparams::Args& args);
+InputNormalizationConfig input_normalization_config_from(const hparams::Args& args);
+audio::SpeedPerturbConfig speed_perturb_config_from(const hparams::Args& args);
+
+void register_features_classes(hparams::Registry& registry);
+
+}  // namespace masr::features
