@@ -9,9 +9,11 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "ops/fast_math.h"
+#include "ops/selective_scan_cpu_n16.h"
 
 namespace masr::ops::cpu {
 namespace {
@@ -32,10 +34,32 @@ MASR_ALWAYS_INLINE void row_delta(const ScanInputs<T>& in, const T* delta, T bia
 }
 
 // Scratch of one forward task: dt (time) and h (state).
+// The time loop of one row for any state size (h: state scratch).
 template <typename T>
+MASR_ALWAYS_INLINE void forward_steps(const ScanInputs<T>& in, const T* u, const T* dt, const T* A,
+                                      const T* Bb, const T* Cb, T skip, int64_t len, T* h, T* y) {
+  const int64_t N = in.state;
+  for (int64_t n = 0; n < N; ++n) h[n] = T(0);
+  for (int64_t step = 0; step < len; ++step) {
+    const int64_t t = in.reverse ? len - 1 - step : step;
+    const T dt_t = dt[t], dtu = dt_t * u[t];
+    const T* Bn = Bb + t * N;
+    const T* Cn = Cb + t * N;
+    T acc = T(0);
+#pragma omp simd reduction(+ : acc)
+    for (int64_t n = 0; n < N; ++n) {
+      h[n] = fm::exp(dt_t * A[n]) * h[n] + dtu * Bn[n];
+      acc += Cn[n] * h[n];
+    }
+    y[t] = acc + skip * u[t];
+  }
+}
+
+// kN: the state size when known at compile time (a power of two), 0 when not.
+template <typename T, int kN>
 MASR_ALWAYS_INLINE void forward_rows(const ScanInputs<T>& in, T* out, int64_t begin, int64_t end,
                                      T* scratch) {
-  const int64_t L = in.time, N = in.state;
+  const int64_t L = in.time, N = kN > 0 ? kN : in.state;
   T* dt = scratch;
   T* h = scratch + L;
   for (int64_t row = begin; row < end; ++row) {
@@ -48,19 +72,10 @@ MASR_ALWAYS_INLINE void forward_rows(const ScanInputs<T>& in, T* out, int64_t be
     const T* Bb = in.Bt + b * L * N;
     const T* Cb = in.Ct + b * L * N;
     const T skip = in.Dskip ? in.Dskip[d] : T(0);
-    for (int64_t n = 0; n < N; ++n) h[n] = T(0);
-    for (int64_t step = 0; step < len; ++step) {
-      const int64_t t = in.reverse ? len - 1 - step : step;
-      const T dt_t = dt[t], dtu = dt_t * u[t];
-      const T* Bn = Bb + t * N;
-      const T* Cn = Cb + t * N;
-      T acc = T(0);
-#pragma omp simd reduction(+ : acc)
-      for (int64_t n = 0; n < N; ++n) {
-        h[n] = fm::exp(dt_t * A[n]) * h[n] + dtu * Bn[n];
-        acc += Cn[n] * h[n];
-      }
-      y[t] = acc + skip * u[t];
+    if constexpr (kN == 16 && std::is_same_v<T, float>) {
+      n16::forward_row(u, dt, A, Bb, Cb, skip, len, in.reverse, y);
+    } else {
+      forward_steps(in, u, dt, A, Bb, Cb, skip, len, h, y);
     }
     if (in.z != nullptr) {
       const T* z = in.z + row * L;
@@ -98,7 +113,7 @@ BackwardScratch<T> split_scratch(const ScanInputs<T>& in, T* base) {
 
 // Recomputes the row's states (kept whole: len x N per task, no per-row storage in forward) and
 // the pre-gate output y, then turns dout into dy (and dz).
-template <typename T>
+template <typename T, int kN>
 MASR_ALWAYS_INLINE void backward_recompute(const ScanInputs<T>& in, const ScanGrads<T>& gr,
                                            const T* dout, int64_t row, int64_t len,
                                            const BackwardScratch<T>& s) {
@@ -107,23 +122,28 @@ MASR_ALWAYS_INLINE void backward_recompute(const ScanInputs<T>& in, const ScanGr
   const T* u = in.u + row * L;
   const T* A = in.A + d * N;
   const T skip = in.Dskip ? in.Dskip[d] : T(0);
-  for (int64_t n = 0; n < N; ++n) s.H[n] = T(0);
-  for (int64_t step = 0; step < len; ++step) {
-    const int64_t t = in.reverse ? len - 1 - step : step;
-    const T dt_t = s.dt[t], dtu = dt_t * u[t];
-    const T* Bn = in.Bt + (b * L + t) * N;
-    const T* Cn = in.Ct + (b * L + t) * N;
-    const T* hp = s.H + step * N;
-    T* hc = s.H + (step + 1) * N;
-    T* a = s.decay + step * N;
-    T acc = T(0);
+  if constexpr (kN == 16 && std::is_same_v<T, float>) {
+    n16::recompute_row(u, s.dt, A, in.Bt + b * L * 16, in.Ct + b * L * 16, skip, len, in.reverse,
+                       s.y, s.H, s.decay);
+  } else {
+    for (int64_t n = 0; n < N; ++n) s.H[n] = T(0);
+    for (int64_t step = 0; step < len; ++step) {
+      const int64_t t = in.reverse ? len - 1 - step : step;
+      const T dt_t = s.dt[t], dtu = dt_t * u[t];
+      const T* Bn = in.Bt + (b * L + t) * N;
+      const T* Cn = in.Ct + (b * L + t) * N;
+      const T* hp = s.H + step * N;
+      T* hc = s.H + (step + 1) * N;
+      T* a = s.decay + step * N;
+      T acc = T(0);
 #pragma omp simd reduction(+ : acc)
-    for (int64_t n = 0; n < N; ++n) {
-      a[n] = fm::exp(dt_t * A[n]);
-      hc[n] = a[n] * hp[n] + dtu * Bn[n];
-      acc += Cn[n] * hc[n];
+      for (int64_t n = 0; n < N; ++n) {
+        a[n] = fm::exp(dt_t * A[n]);
+        hc[n] = a[n] * hp[n] + dtu * Bn[n];
+        acc += Cn[n] * hc[n];
+      }
+      s.y[t] = acc + skip * u[t];
     }
-    s.y[t] = acc + skip * u[t];
   }
   const T* dout_row = dout + row * L;
   if (in.z != nullptr) {
@@ -144,7 +164,7 @@ MASR_ALWAYS_INLINE void backward_recompute(const ScanInputs<T>& in, const ScanGr
 // The reverse-time adjoint of one row: with dh_s = dy_s C_s + a_{s+1} dh_{s+1},
 //   dA += dh_s h_{s-1} a_s dt_s,  ddt_s = sum_n dh_s h_{s-1} a_s A + u_s sum_n dh_s B_s,
 //   du_s = D dy_s + dt_s sum_n dh_s B_s,  dB_s += dh_s dt_s u_s,  dC_s += dy_s h_s.
-template <typename T>
+template <typename T, int kN>
 MASR_ALWAYS_INLINE void backward_adjoint(const ScanInputs<T>& in, const ScanGrads<T>& gr,
                                          int64_t row, int64_t len, const BackwardScratch<T>& s,
                                          T* dBt, T* dCt) {
@@ -155,6 +175,12 @@ MASR_ALWAYS_INLINE void backward_adjoint(const ScanInputs<T>& in, const ScanGrad
   const T skip = in.Dskip ? in.Dskip[d] : T(0);
   T* du = gr.du + row * L;
   T* ddelta = gr.ddelta + row * L;
+  if constexpr (kN == 16 && std::is_same_v<T, float>) {
+    n16::adjoint_row(u, s.dt, s.dy, A, in.Bt + b * L * 16, in.Ct + b * L * 16, skip, len,
+                     in.reverse, s.H, s.decay, dBt + b * L * 16, dCt + b * L * 16, du, ddelta,
+                     gr.dA_rows + row * 16, gr.dD_rows + row);
+    return;
+  }
   for (int64_t n = 0; n < N; ++n) s.g[n] = s.dA[n] = T(0);
   T dskip = T(0);
   for (int64_t step = len - 1; step >= 0; --step) {
@@ -189,7 +215,7 @@ MASR_ALWAYS_INLINE void backward_adjoint(const ScanInputs<T>& in, const ScanGrad
   gr.dD_rows[row] = dskip;
 }
 
-template <typename T>
+template <typename T, int kN>
 MASR_ALWAYS_INLINE void backward_rows(const ScanInputs<T>& in, const T* dout,
                                       const ScanGrads<T>& gr, int64_t begin, int64_t end,
                                       T* scratch, T* dBt, T* dCt) {
@@ -201,8 +227,8 @@ MASR_ALWAYS_INLINE void backward_rows(const ScanInputs<T>& in, const T* dout,
     const T* delta = in.delta + row * L;
     const T bias = in.bias ? in.bias[d] : T(0);
     row_delta(in, delta, bias, len, s.dt);
-    backward_recompute(in, gr, dout, row, len, s);
-    backward_adjoint(in, gr, row, len, s, dBt, dCt);
+    backward_recompute<T, kN>(in, gr, dout, row, len, s);
+    backward_adjoint<T, kN>(in, gr, row, len, s, dBt, dCt);
     T* ddelta = gr.ddelta + row * L;
     if (in.softplus) {
 #pragma omp simd
@@ -225,12 +251,19 @@ using BackwardFn = void (*)(const ScanInputs<float>&, const float*, const ScanGr
 #define MASR_SCAN_VARIANT(SUFFIX, TARGET)                                                    \
   TARGET void forward_rows_##SUFFIX(const ScanInputs<float>& in, float* out, int64_t begin,  \
                                     int64_t end, float* scratch) {                           \
-    forward_rows<float>(in, out, begin, end, scratch);                                       \
+    if (in.state == 16)                                                                      \
+      forward_rows<float, 16>(in, out, begin, end, scratch);                                 \
+    else                                                                                     \
+      forward_rows<float, 0>(in, out, begin, end, scratch);                                  \
   }                                                                                          \
   TARGET void backward_rows_##SUFFIX(const ScanInputs<float>& in, const float* dout,         \
                                      const ScanGrads<float>& gr, int64_t begin, int64_t end, \
                                      float* scratch, float* dBt, float* dCt) {               \
-    backward_rows<float>(in, dout, gr, begin, end, scratch, dBt, dCt);                       \
+    if (in.state == 16) {                                                                    \
+      backward_rows<float, 16>(in, dout, gr, begin, end, scratch, dBt, dCt);                 \
+    } else {                                                                                 \
+      backward_rows<float, 0>(in, dout, gr, begin, end, scratch, dBt, dCt);                  \
+    }                                                                                        \
   }
 
 MASR_SCAN_VARIANT(generic, )
@@ -269,7 +302,7 @@ void run_forward_rows(const ScanInputs<float>& in, float* out, int64_t begin, in
 }
 void run_forward_rows(const ScanInputs<double>& in, double* out, int64_t begin, int64_t end,
                       double* scratch) {
-  forward_rows<double>(in, out, begin, end, scratch);
+  forward_rows<double, 0>(in, out, begin, end, scratch);
 }
 void run_backward_rows(const ScanInputs<float>& in, const float* dout, const ScanGrads<float>& gr,
                        int64_t begin, int64_t end, float* scratch, float* dBt, float* dCt) {
@@ -278,7 +311,7 @@ void run_backward_rows(const ScanInputs<float>& in, const float* dout, const Sca
 void run_backward_rows(const ScanInputs<double>& in, const double* dout,
                        const ScanGrads<double>& gr, int64_t begin, int64_t end, double* scratch,
                        double* dBt, double* dCt) {
-  backward_rows<double>(in, dout, gr, begin, end, scratch, dBt, dCt);
+  backward_rows<double, 0>(in, dout, gr, begin, end, scratch, dBt, dCt);
 }
 
 }  // namespace

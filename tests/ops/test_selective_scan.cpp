@@ -116,7 +116,7 @@ TEST_CASE("selective_scan float32 gradients match the tensor-op reference to 1e-
 TEST_CASE("selective_scan gives each padded utterance what it gets alone", "[scan]") {
   for (bool reverse : {false, true}) {
     ScanCase c;
-    c.batch = 3, c.channels = 5, c.time = 30, c.state = 8, c.reverse = reverse;
+    c.batch = 3, c.channels = 5, c.time = 30, c.state = 16, c.reverse = reverse;
     INFO(describe(c));
     ScanInputSet s = masr::test::random_scan_inputs(c, at::kFloat, reverse ? 301 : 300);
     s.lengths = torch::tensor({30, 17, 1}, at::kLong);
