@@ -3,7 +3,9 @@
 // lengths all on) at ConMamba-like layer shapes, in G state-updates (B*D*L*N) per second.
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <string>
 
 #include "ops/benchmarks.h"
@@ -54,16 +56,23 @@ runtime::BenchResult bench_shape(const ScanShape& s, bool backward,
     }
   };
   const std::string name = std::string("scan/") + s.name + (backward ? "/fwd+bwd" : "/fwd");
+  // Process CPU time over wall time shows how much of the cores the run really had (other
+  // processes on a shared machine make the wall-clock median pessimistic).
+  const std::clock_t cpu_start = std::clock();
+  const auto wall_start = std::chrono::steady_clock::now();
   runtime::BenchResult r = runtime::measure(name, settings, fn);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   const int threads = at::get_num_threads();
   r.work = static_cast<double>(s.batch * s.channels * s.time * s.state);
   r.work_unit = "state-updates";
   char note[256];
   std::snprintf(note, sizeof(note),
-                "B=%lld D=%lld L=%lld N=%lld fp32 %s, %d thread(s): %.3f G/s/core",
+                "B=%lld D=%lld L=%lld N=%lld fp32 %s, %d thread(s): %.3f G/s/core, cpu/wall %.2f",
                 static_cast<long long>(s.batch), static_cast<long long>(s.channels),
                 static_cast<long long>(s.time), static_cast<long long>(s.state), cpu::scan_isa(),
-                threads, r.throughput() / 1e9 / threads);
+                threads, r.throughput() / 1e9 / threads, wall > 0 ? cpu / wall : 0.0);
   r.note = note;
   return r;
 }
