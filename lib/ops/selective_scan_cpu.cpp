@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -279,20 +280,25 @@ struct FloatKernels {
   const char* isa = "generic";
 };
 
-const FloatKernels& float_kernels() {
-  static const FloatKernels kernels = [] {
-    FloatKernels k;
+// The float kernel variants this machine can run, best first.
+std::vector<FloatKernels> supported_kernels() {
+  std::vector<FloatKernels> all;
 #ifdef MASR_SCAN_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
-      k = {forward_rows_avx512, backward_rows_avx512, "avx512"};
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-      k = {forward_rows_avx2, backward_rows_avx2, "avx2"};
-    }
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
+    all.push_back({forward_rows_avx512, backward_rows_avx512, "avx512"});
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    all.push_back({forward_rows_avx2, backward_rows_avx2, "avx2"});
+  }
 #endif
-    return k;
-  }();
+  all.push_back(FloatKernels{});
+  return all;
+}
+
+FloatKernels& float_kernels() {
+  static FloatKernels kernels = supported_kernels().front();
   return kernels;
 }
 
@@ -356,6 +362,16 @@ void scan_backward(const ScanInputs<T>& in, const T* dout, const ScanGrads<T>& g
 }
 
 const char* scan_isa() { return float_kernels().isa; }
+
+bool set_scan_isa(const char* isa) {
+  for (const FloatKernels& k : supported_kernels()) {
+    if (std::strcmp(k.isa, isa) == 0) {
+      float_kernels() = k;
+      return true;
+    }
+  }
+  return false;
+}
 
 template void scan_forward<float>(const ScanInputs<float>&, float*);
 template void scan_forward<double>(const ScanInputs<double>&, double*);

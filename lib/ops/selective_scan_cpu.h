@@ -53,4 +53,9 @@ void scan_backward(const ScanInputs<T>& in, const T* dout, const ScanGrads<T>& g
 // The instruction set the float kernels dispatch to on this machine ("avx512", "avx2", "generic").
 const char* scan_isa();
 
+// Selects the float kernels of one instruction set (tests compare them; benchmarks can too).
+// Returns false, changing nothing, when the name is unknown or this machine lacks it. Not safe
+// while a scan runs on another thread.
+bool set_scan_isa(const char* isa);
+
 }  // namespace masr::ops::cpu

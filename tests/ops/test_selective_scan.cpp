@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "ops/selective_scan_cpu.h"
 #include "scan_test_util.h"
 
 using masr::test::ScanCase;
@@ -220,4 +221,32 @@ TEST_CASE("selective_scan accepts non-contiguous, bfloat16 and half inputs", "[s
     for (at::Tensor* t : up.differentiable()) *t = t->to(at::kFloat);
     CHECK(masr::test::relative_error(out, fast(up, c)) <= 1e-2);
   }
+}
+
+TEST_CASE("selective_scan float kernels of every instruction set agree with the reference",
+          "[scan]") {
+  const std::string best = masr::ops::cpu::scan_isa();
+  CHECK_FALSE(masr::ops::cpu::set_scan_isa("sse9"));
+  CHECK(masr::ops::cpu::scan_isa() == best);
+  int tried = 0;
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    if (!masr::ops::cpu::set_scan_isa(isa)) continue;
+    ++tried;
+    for (int64_t state : {16, 5}) {  // the 16-lane path and the generic-N path
+      ScanCase c;
+      c.batch = 2, c.channels = 4, c.time = 25, c.state = state, c.reverse = state == 5;
+      INFO(isa << " " << describe(c));
+      const ScanInputSet s = masr::test::random_scan_inputs(c, at::kFloat, 700 + state);
+      const at::Tensor weight = torch::randn({c.batch, c.channels, c.time});
+      CHECK(masr::test::relative_error(fast(s, c), reference(s, c)) <= 1e-5);
+      const auto got = masr::test::scan_gradients(s, c, weight, fast);
+      const auto want = masr::test::scan_gradients(s, c, weight, reference);
+      for (size_t i = 0; i < got.size(); ++i) {
+        INFO("gradient of " << kNames[i]);
+        CHECK(masr::test::relative_error(got[i], want[i]) <= 1e-4);
+      }
+    }
+  }
+  CHECK(tried >= 1);  // "generic" always exists
+  REQUIRE(masr::ops::cpu::set_scan_isa(best.c_str()));
 }
