@@ -5,6 +5,7 @@
 
 #include "features/augment_registration.h"
 #include "features/registration.h"
+#include "ops/benchmarks.h"
 
 namespace masr::runtime {
 namespace {
@@ -28,6 +29,7 @@ void register_all_classes(hparams::Registry& registry) {
   register_seed(registry);
   features::register_augment_classes(registry);
   features::register_features_classes(registry);
+  ops::register_ops_benchmarks();
 }
 
 }  // namespace masr::runtime
