@@ -3,6 +3,8 @@
 
 #include <ATen/Context.h>
 
+#include "models/register.h"
+
 namespace masr::runtime {
 namespace {
 
@@ -23,6 +25,7 @@ void register_seed(hparams::Registry& registry) {
 
 void register_all_classes(hparams::Registry& registry) {
   register_seed(registry);
+  models::register_model_classes(registry);
 }
 
 }  // namespace masr::runtime
