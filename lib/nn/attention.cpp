@@ -3,6 +3,7 @@
 #include "nn/attention.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -17,9 +18,18 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t d_model, int64_t nhead, d
 at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& query, const at::Tensor& key,
                                            const at::Tensor& value, const at::Tensor& attn_mask,
                                            const at::Tensor& key_padding_mask) {
+  // LibTorch 1.13's C++ attention adds attn_mask to the scores whatever its dtype, so a boolean
+  // mask becomes an additive one (-inf where blocked) here.
+  at::Tensor additive;
+  if (attn_mask.defined()) {
+    additive = attn_mask.scalar_type() == torch::kBool
+                   ? torch::zeros(attn_mask.sizes(), query.options())
+                         .masked_fill(attn_mask, -std::numeric_limits<double>::infinity())
+                   : attn_mask;
+  }
   // torch's C++ MultiheadAttention is sequence-first: (T, B, d).
   auto result = att->forward(query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1),
-                             key_padding_mask, /*need_weights=*/false, attn_mask);
+                             key_padding_mask, /*need_weights=*/false, additive);
   return std::get<0>(result).transpose(0, 1);
 }
 

@@ -199,3 +199,18 @@ TEST_CASE("bad model configurations name the setting at fault", "[models]") {
   CHECK_THROWS_WITH(pe->forward(torch::zeros({1, 5, 8})),
                     Catch::Contains("longer than max_length 4"));
 }
+
+TEST_CASE("both decoders are causal over the target tokens", "[models]") {
+  for (const char* decoder : {"transformer", "mamba"}) {
+    INFO(decoder);
+    TransformerASR asr(tiny("conmamba", decoder));
+    asr->eval();
+    const at::Tensor enc = asr->encode(torch::randn({1, 9, 640}));
+    at::Tensor tokens = torch::tensor({{1, 4, 6, 8, 3}}, torch::kLong);
+    const at::Tensor a = asr->decode(tokens, enc);
+    tokens[0][3] = 9;
+    const at::Tensor b = asr->decode(tokens, enc);
+    CHECK(rel_diff(a.slice(1, 0, 3), b.slice(1, 0, 3)) <= 1e-6);
+    CHECK(rel_diff(a.slice(1, 3), b.slice(1, 3)) > 1e-4);
+  }
+}
