@@ -6,6 +6,7 @@
 #include "features/augment_registration.h"
 #include "features/registration.h"
 #include "ops/benchmarks.h"
+#include "models/register.h"
 
 namespace masr::runtime {
 namespace {
@@ -30,6 +31,7 @@ void register_all_classes(hparams::Registry& registry) {
   features::register_augment_classes(registry);
   features::register_features_classes(registry);
   ops::register_ops_benchmarks();
+  models::register_model_classes(registry);
 }
 
 }  // namespace masr::runtime

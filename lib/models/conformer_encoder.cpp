@@ -1,0 +1,54 @@
+// lib/models/conformer_encoder.cpp
+// Conformer encoder layers.
+#include "models/conformer_encoder.h"
+
+#include "nn/feed_forward.h"
+#include "nn/masks.h"
+
+namespace masr::models {
+
+ConformerEncoderLayerImpl::ConformerEncoderLayerImpl(const ConformerConfig& c) {
+  mha_layer =
+      register_module("mha_layer", nn::RelPosMHAXL(c.d_model, c.nhead, c.dropout, c.causal));
+  convolution_module = register_module(
+      "convolution_module",
+      nn::ConvolutionModule(c.d_model, c.kernel_size, c.bias, c.activation, c.dropout, c.causal));
+  ffn_module1 = register_module("ffn_module1",
+                                nn::make_macaron_ffn(c.d_model, c.d_ffn, c.dropout, c.activation));
+  ffn_module2 = register_module("ffn_module2",
+                                nn::make_macaron_ffn(c.d_model, c.d_ffn, c.dropout, c.activation));
+  norm1 = register_module("norm1", nn::SbLayerNorm(c.d_model, 1e-5));
+  norm2 = register_module("norm2", nn::SbLayerNorm(c.d_model, 1e-5));
+}
+
+at::Tensor ConformerEncoderLayerImpl::forward(const at::Tensor& input, const at::Tensor& lengths,
+                                              const at::Tensor& pos_embs,
+                                              const at::Tensor& attn_mask,
+                                              const at::Tensor& key_padding_mask) {
+  at::Tensor x = input + 0.5 * ffn_module1->forward(input);
+  x = x + mha_layer->forward(norm1->forward(x), pos_embs, attn_mask, key_padding_mask);
+  x = x + convolution_module->forward(x, lengths);
+  return norm2->forward(x + 0.5 * ffn_module2->forward(x));
+}
+
+ConformerEncoder::ConformerEncoder(const ConformerConfig& c) : config(c) {
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(ConformerEncoderLayer(c));
+  norm = register_module("norm", nn::SbLayerNorm(c.d_model, 1e-6));
+}
+
+at::Tensor ConformerEncoder::forward(const at::Tensor& x, const at::Tensor& lengths) {
+  const int64_t T = x.size(1);
+  const at::Tensor pos_embs = nn::relative_positional_encoding(T, config.d_model, x.options());
+  const at::Tensor attn_mask = config.causal ? nn::lookahead_mask(T, x.device()) : at::Tensor();
+  const at::Tensor padding =
+      lengths.defined() ? nn::padding_mask(lengths.to(x.device()), T) : at::Tensor();
+  at::Tensor out = x;
+  for (const auto& layer : *layers) {
+    out =
+        layer->as<ConformerEncoderLayerImpl>()->forward(out, lengths, pos_embs, attn_mask, padding);
+  }
+  return norm->forward(out);
+}
+
+}  // namespace masr::models

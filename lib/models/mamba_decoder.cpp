@@ -1,0 +1,70 @@
+// lib/models/mamba_decoder.cpp
+// Mamba decoder layers.
+#include "models/mamba_decoder.h"
+
+namespace masr::models {
+
+MambaDecoderLayerImpl::MambaDecoderLayerImpl(const MambaDecoderConfig& c)
+    : normalize_before(c.normalize_before) {
+  self_mamba = register_module("self_mamba", nn::Mamba(c.d_model, c.mamba, false));
+  cross_mamba = register_module("cross_mamba", nn::Mamba(c.d_model, c.mamba, false));
+  pos_ffn = register_module(
+      "pos_ffn", nn::PositionwiseFeedForward(c.d_model, c.d_ffn, c.dropout, c.activation));
+  norm1 = register_module("norm1", nn::SbLayerNorm(c.d_model, 1e-6));
+  norm2 = register_module("norm2", nn::SbLayerNorm(c.d_model, 1e-6));
+  norm3 = register_module("norm3", nn::SbLayerNorm(c.d_model, 1e-6));
+  dropout1 = register_module("dropout1", torch::nn::Dropout(c.dropout));
+  dropout2 = register_module("dropout2", torch::nn::Dropout(c.dropout));
+  dropout3 = register_module("dropout3", torch::nn::Dropout(c.dropout));
+}
+
+// Runs cross_mamba over [memory[:len_b]; tgt] per utterance, packed left so the target follows
+// the utterance's last real memory frame, and returns the outputs at the target positions.
+at::Tensor MambaDecoderLayerImpl::cross(const at::Tensor& tgt, const at::Tensor& memory,
+                                        const at::Tensor& memory_lengths) {
+  const int64_t S = memory.size(1), U = tgt.size(1);
+  const at::Tensor joined = torch::cat({memory, tgt}, 1);
+  if (!memory_lengths.defined()) return cross_mamba->forward(joined).narrow(1, S, U);
+  const auto device = memory.device();
+  const at::Tensor lens = memory_lengths.to(device).to(torch::kLong).unsqueeze(1);  // (B, 1)
+  const at::Tensor p =
+      torch::arange(S + U, torch::TensorOptions().dtype(torch::kLong).device(device)).unsqueeze(0);
+  // Position p of utterance b holds memory[p] while p < len_b, then tgt[p - len_b].
+  const at::Tensor source = torch::where(p < lens, p, (S + p - lens).clamp_max(S + U - 1));
+  const auto d = memory.size(2);
+  const at::Tensor packed = joined.gather(1, source.unsqueeze(-1).expand({-1, -1, d}));
+  const at::Tensor out = cross_mamba->forward(packed, (lens + U).squeeze(1));
+  const at::Tensor targets = lens + torch::arange(U, p.options()).unsqueeze(0);  // (B, U)
+  return out.gather(1, targets.unsqueeze(-1).expand({-1, -1, d}));
+}
+
+at::Tensor MambaDecoderLayerImpl::forward(const at::Tensor& input, const at::Tensor& memory,
+                                          const at::Tensor& memory_lengths) {
+  at::Tensor t = input;
+  at::Tensor in = normalize_before ? norm1->forward(t) : t;
+  t = t + dropout1->forward(self_mamba->forward(in));
+  if (!normalize_before) t = norm1->forward(t);
+  in = normalize_before ? norm2->forward(t) : t;
+  t = t + dropout2->forward(cross(in, memory, memory_lengths));
+  if (!normalize_before) t = norm2->forward(t);
+  in = normalize_before ? norm3->forward(t) : t;
+  t = t + dropout3->forward(pos_ffn->forward(in));
+  return normalize_before ? t : norm3->forward(t);
+}
+
+MambaDecoder::MambaDecoder(const MambaDecoderConfig& c) {
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(MambaDecoderLayer(c));
+  norm = register_module("norm", nn::SbLayerNorm(c.d_model, 1e-6));
+}
+
+at::Tensor MambaDecoder::forward(const at::Tensor& tgt, const at::Tensor& /*tgt_padding*/,
+                                 const at::Tensor& memory, const at::Tensor& memory_lengths) {
+  at::Tensor out = tgt;
+  for (const auto& layer : *layers) {
+    out = layer->as<MambaDecoderLayerImpl>()->forward(out, memory, memory_lengths);
+  }
+  return norm->forward(out);
+}
+
+}  // namespace masr::models

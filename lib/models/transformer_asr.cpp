@@ -1,0 +1,172 @@
+// lib/models/transformer_asr.cpp
+// TransformerASR assembly: configuration checks, submodules, initialization and forward passes.
+#include "models/transformer_asr.h"
+
+#include "core/error.h"
+#include "models/conformer_encoder.h"
+#include "models/conmamba_encoder.h"
+#include "models/mamba_decoder.h"
+#include "models/transformer_decoder.h"
+#include "models/transformer_encoder.h"
+
+namespace masr::models {
+
+void TransformerASRConfig::validate() const {
+  const std::string where = "TransformerASR: ";
+  if (encoder_module != "transformer" && encoder_module != "conformer" &&
+      encoder_module != "conmamba") {
+    throw_config_error(where + "encoder_module '" + encoder_module +
+                       "' is not supported; expected transformer, conformer or conmamba");
+  }
+  if (decoder_module != "transformer" && decoder_module != "mamba") {
+    throw_config_error(where + "decoder_module '" + decoder_module +
+                       "' is not supported; expected transformer or mamba");
+  }
+  if (attention_type != "regularMHA" && attention_type != "RelPosMHAXL") {
+    throw_config_error(where + "attention_type '" + attention_type +
+                       "' is not supported; expected regularMHA or RelPosMHAXL");
+  }
+  if (num_encoder_layers <= 0) {
+    throw_config_error(where + "num_encoder_layers must be > 0, got " +
+                       std::to_string(num_encoder_layers));
+  }
+  if (num_decoder_layers < 0 || d_model <= 0 || d_ffn <= 0 || input_size <= 0 || tgt_vocab <= 0) {
+    throw_config_error(where +
+                       "d_model, d_ffn, input_size and tgt_vocab must be positive and "
+                       "num_decoder_layers >= 0");
+  }
+  const bool uses_attention =
+      encoder_module != "conmamba" || (num_decoder_layers > 0 && decoder_module == "transformer");
+  if (uses_attention && (nhead <= 0 || d_model % nhead != 0)) {
+    throw_config_error(where + "d_model " + std::to_string(d_model) +
+                       " must be divisible by nhead " + std::to_string(nhead));
+  }
+  if ((encoder_module != "transformer") && !normalize_before) {
+    throw_config_error(where + "normalize_before must be True for the " + encoder_module +
+                       " encoder");
+  }
+}
+
+TransformerASRImpl::TransformerASRImpl(const TransformerASRConfig& config) : config_(config) {
+  config_.validate();
+  const bool relative = config_.attention_type == "RelPosMHAXL";
+  if (relative) {
+    // RelPosEncXL has no state; the decoder keeps an absolute encoding.
+    decoder_pe_ = register_module("positional_encoding_decoder",
+                                  nn::PositionalEncoding(config_.d_model, config_.max_length));
+  } else if (config_.positional_encoding == "fixed_abs_sine") {
+    positional_encoding_ = register_module(
+        "positional_encoding", nn::PositionalEncoding(config_.d_model, config_.max_length));
+  }
+  build_encoder();
+  auto src = register_module("custom_src_module", std::make_shared<torch::nn::Module>());
+  auto src_layers = src->register_module("layers", torch::nn::ModuleList());
+  src_linear_ = nn::SbLinear(config_.input_size, config_.d_model, true);
+  src_dropout_ = torch::nn::Dropout(config_.dropout);
+  src_layers->push_back(src_linear_);
+  src_layers->push_back(src_dropout_);
+  custom_src_module = src.get();
+  if (config_.num_decoder_layers > 0) {
+    auto tgt = register_module("custom_tgt_module", std::make_shared<torch::nn::Module>());
+    auto tgt_layers = tgt->register_module("layers", torch::nn::ModuleList());
+    tgt_embedding = nn::NormalizedEmbedding(config_.tgt_vocab, config_.d_model);
+    tgt_layers->push_back(tgt_embedding);
+    build_decoder();
+  }
+  init_parameters();
+}
+
+void TransformerASRImpl::build_encoder() {
+  const auto& c = config_;
+  if (c.encoder_module == "conmamba") {
+    ConmambaConfig e{c.d_model,     c.d_ffn,   c.num_encoder_layers,
+                     c.kernel_size, c.dropout, c.branchformer_activation,
+                     c.bias,        c.causal,  c.bidirectional,
+                     c.mamba};
+    encoder_ = register_module("encoder", std::make_shared<ConmambaEncoder>(e));
+  } else if (c.encoder_module == "conformer") {
+    ConformerConfig e{c.d_model,
+                      c.nhead,
+                      c.d_ffn,
+                      c.num_encoder_layers,
+                      c.kernel_size,
+                      c.dropout,
+                      c.conformer_activation,
+                      c.bias,
+                      c.causal};
+    encoder_ = register_module("encoder", std::make_shared<ConformerEncoder>(e));
+  } else {
+    TransformerEncoderConfig e{c.d_model,
+                               c.nhead,
+                               c.d_ffn,
+                               c.num_encoder_layers,
+                               c.dropout,
+                               c.activation,
+                               c.normalize_before,
+                               c.causal,
+                               c.attention_type == "RelPosMHAXL"};
+    encoder_ = register_module("encoder", std::make_shared<TransformerEncoder>(e));
+  }
+}
+
+void TransformerASRImpl::build_decoder() {
+  const auto& c = config_;
+  if (c.decoder_module == "mamba") {
+    MambaDecoderConfig d{c.d_model,          c.d_ffn, c.num_decoder_layers, c.dropout, c.activation,
+                         c.normalize_before, c.mamba};
+    decoder_ = register_module("decoder", std::make_shared<MambaDecoder>(d));
+  } else {
+    TransformerDecoderConfig d{c.d_model, c.nhead,      c.d_ffn,           c.num_decoder_layers,
+                               c.dropout, c.activation, c.normalize_before};
+    decoder_ = register_module("decoder", std::make_shared<TransformerDecoder>(d));
+  }
+}
+
+// TransformerASR._init_params: xavier_normal_ on every parameter with more than one dimension,
+// after each layer's own initialization (so Mamba's A_log, dt_proj.weight, ... are overwritten).
+void TransformerASRImpl::init_parameters() {
+  torch::NoGradGuard no_grad;
+  for (auto& p : parameters()) {
+    if (p.dim() > 1) torch::nn::init::xavier_normal_(p);
+  }
+}
+
+at::Tensor TransformerASRImpl::encode(const at::Tensor& src_in, const at::Tensor& lengths) {
+  at::Tensor src = src_in;
+  if (src.dim() == 4) src = src.reshape({src.size(0), src.size(1), src.size(2) * src.size(3)});
+  if (src.dim() != 3 || src.size(2) != config_.input_size) {
+    throw_input_error("TransformerASR.encode: expected (batch, time, " +
+                      std::to_string(config_.input_size) + ") input, got last size " +
+                      std::to_string(src.size(-1)));
+  }
+  src = src_dropout_->forward(src_linear_->forward(src));
+  if (positional_encoding_) src = src + positional_encoding_->forward(src);
+  return encoder_->forward(src, lengths);
+}
+
+at::Tensor TransformerASRImpl::decode(const at::Tensor& tokens, const at::Tensor& encoder_out,
+                                      const at::Tensor& encoder_lengths, int64_t pad_index) {
+  if (!decoder_) {
+    throw_config_error("TransformerASR.decode: the model has no decoder (num_decoder_layers 0)");
+  }
+  at::Tensor tgt = tgt_embedding->forward(tokens);
+  if (decoder_pe_) {
+    tgt = tgt + decoder_pe_->forward(tgt);
+  } else if (positional_encoding_) {
+    tgt = tgt + positional_encoding_->forward(tgt);
+  }
+  const at::Tensor tgt_padding = tokens.eq(pad_index);
+  return decoder_->forward(tgt, tgt_padding, encoder_out, encoder_lengths);
+}
+
+std::pair<at::Tensor, at::Tensor> TransformerASRImpl::forward(const at::Tensor& src,
+                                                              const at::Tensor& tokens,
+                                                              const at::Tensor& lengths,
+                                                              int64_t pad_index) {
+  at::Tensor encoder_out = encode(src, lengths);
+  at::Tensor decoder_out;
+  if (decoder_ && tokens.defined()) decoder_out = decode(tokens, encoder_out, lengths, pad_index);
+  return {encoder_out, decoder_out};
+}
+
+}  // namespace masr::models

@@ -1,0 +1,61 @@
+// lib/models/transformer_decoder.cpp
+// Transformer decoder layers.
+#include "models/transformer_decoder.h"
+
+#include "nn/masks.h"
+
+namespace masr::models {
+
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerDecoderConfig& c)
+    : normalize_before(c.normalize_before) {
+  self_attn = register_module("self_attn", nn::MultiheadAttention(c.d_model, c.nhead, c.dropout));
+  mutihead_attn =
+      register_module("mutihead_attn", nn::MultiheadAttention(c.d_model, c.nhead, c.dropout));
+  pos_ffn = register_module(
+      "pos_ffn", nn::PositionwiseFeedForward(c.d_model, c.d_ffn, c.dropout, c.activation));
+  norm1 = register_module("norm1", nn::SbLayerNorm(c.d_model, 1e-6));
+  norm2 = register_module("norm2", nn::SbLayerNorm(c.d_model, 1e-6));
+  norm3 = register_module("norm3", nn::SbLayerNorm(c.d_model, 1e-6));
+  dropout1 = register_module("dropout1", torch::nn::Dropout(c.dropout));
+  dropout2 = register_module("dropout2", torch::nn::Dropout(c.dropout));
+  dropout3 = register_module("dropout3", torch::nn::Dropout(c.dropout));
+}
+
+at::Tensor TransformerDecoderLayerImpl::forward(const at::Tensor& input, const at::Tensor& memory,
+                                                const at::Tensor& tgt_mask,
+                                                const at::Tensor& tgt_padding,
+                                                const at::Tensor& memory_padding) {
+  at::Tensor t = input;
+  at::Tensor in = normalize_before ? norm1->forward(t) : t;
+  t = t + dropout1->forward(self_attn->forward(in, in, in, tgt_mask, tgt_padding));
+  if (!normalize_before) t = norm1->forward(t);
+  in = normalize_before ? norm2->forward(t) : t;
+  t = t + dropout2->forward(mutihead_attn->forward(in, memory, memory, {}, memory_padding));
+  if (!normalize_before) t = norm2->forward(t);
+  in = normalize_before ? norm3->forward(t) : t;
+  t = t + dropout3->forward(pos_ffn->forward(in));
+  return normalize_before ? t : norm3->forward(t);
+}
+
+TransformerDecoder::TransformerDecoder(const TransformerDecoderConfig& c) {
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(TransformerDecoderLayer(c));
+  norm = register_module("norm", nn::SbLayerNorm(c.d_model, 1e-6));
+}
+
+at::Tensor TransformerDecoder::forward(const at::Tensor& tgt, const at::Tensor& tgt_padding,
+                                       const at::Tensor& memory, const at::Tensor& memory_lengths) {
+  const at::Tensor tgt_mask = nn::lookahead_mask(tgt.size(1), tgt.device());
+  const at::Tensor memory_padding =
+      memory_lengths.defined()
+          ? nn::padding_mask(memory_lengths.to(memory.device()), memory.size(1))
+          : at::Tensor();
+  at::Tensor out = tgt;
+  for (const auto& layer : *layers) {
+    out = layer->as<TransformerDecoderLayerImpl>()->forward(out, memory, tgt_mask, tgt_padding,
+                                                            memory_padding);
+  }
+  return norm->forward(out);
+}
+
+}  // namespace masr::models

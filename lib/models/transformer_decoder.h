@@ -1,0 +1,45 @@
+// lib/models/transformer_decoder.h
+// SpeechBrain v1.0's Transformer decoder: masked self-attention, cross-attention to the encoder
+// output and a position-wise FFN, each with LayerNorm (eps 1e-6) before (or after) the branch.
+#pragma once
+
+#include "models/encoder.h"
+#include "nn/activation.h"
+#include "nn/attention.h"
+#include "nn/feed_forward.h"
+#include "nn/wrappers.h"
+
+namespace masr::models {
+
+struct TransformerDecoderConfig {
+  int64_t d_model = 512;
+  int64_t nhead = 8;
+  int64_t d_ffn = 2048;
+  int64_t num_layers = 6;
+  double dropout = 0.1;
+  nn::Activation activation = nn::Activation::kRelu;
+  bool normalize_before = true;
+};
+
+// Keys: self_attn.att, mutihead_attn.att (SpeechBrain's spelling), pos_ffn.ffn, norm1..3.norm.
+struct TransformerDecoderLayerImpl : torch::nn::Module {
+  explicit TransformerDecoderLayerImpl(const TransformerDecoderConfig& config);
+  at::Tensor forward(const at::Tensor& tgt, const at::Tensor& memory, const at::Tensor& tgt_mask,
+                     const at::Tensor& tgt_padding, const at::Tensor& memory_padding);
+  nn::MultiheadAttention self_attn{nullptr}, mutihead_attn{nullptr};
+  nn::PositionwiseFeedForward pos_ffn{nullptr};
+  nn::SbLayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+  torch::nn::Dropout dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
+  bool normalize_before = true;
+};
+TORCH_MODULE(TransformerDecoderLayer);
+
+struct TransformerDecoder : Decoder {
+  explicit TransformerDecoder(const TransformerDecoderConfig& config);
+  at::Tensor forward(const at::Tensor& tgt, const at::Tensor& tgt_padding, const at::Tensor& memory,
+                     const at::Tensor& memory_lengths) override;
+  torch::nn::ModuleList layers{nullptr};
+  nn::SbLayerNorm norm{nullptr};
+};
+
+}  // namespace masr::models

@@ -1,0 +1,69 @@
+// lib/models/transformer_lm.cpp
+// Transformer language model.
+#include "models/transformer_lm.h"
+
+#include "core/error.h"
+#include "nn/masks.h"
+
+namespace masr::models {
+
+void TransformerLMConfig::validate() const {
+  if (vocab <= 0 || d_model <= 0 || d_ffn <= 0 || num_encoder_layers <= 0) {
+    throw_config_error(
+        "TransformerLM: vocab, d_model, d_ffn and num_encoder_layers must be "
+        "positive");
+  }
+  if (nhead <= 0 || d_model % nhead != 0) {
+    throw_config_error("TransformerLM: d_model " + std::to_string(d_model) +
+                       " must be divisible by nhead " + std::to_string(nhead));
+  }
+}
+
+TransformerLMImpl::TransformerLMImpl(const TransformerLMConfig& c) : config(c) {
+  config.validate();
+  positional_encoding =
+      register_module("positional_encoding", nn::PositionalEncoding(c.d_model, c.max_len));
+  TransformerEncoderConfig e{c.d_model,
+                             c.nhead,
+                             c.d_ffn,
+                             c.num_encoder_layers,
+                             c.dropout,
+                             c.activation,
+                             c.normalize_before,
+                             c.causal,
+                             c.relative_attention};
+  encoder = register_module("encoder", std::make_shared<TransformerEncoder>(e));
+  const int64_t d_embedding = c.d_embedding > 0 ? c.d_embedding : c.d_model;
+  custom_src_module =
+      register_module("custom_src_module", nn::NormalizedEmbedding(c.vocab, d_embedding));
+  if (c.d_embedding > 0) {
+    embedding_proj = register_module("embedding_proj", nn::SbLinear(d_embedding, c.d_model));
+  }
+  auto output_proj = register_module("output_proj", std::make_shared<torch::nn::Module>());
+  auto layers = output_proj->register_module("layers", torch::nn::ModuleList());
+  proj_in = nn::SbLinear(c.d_model, c.d_model);
+  proj_norm = nn::SbLayerNorm(c.d_model, 1e-6);
+  proj_out = nn::SbLinear(c.d_model, c.vocab);
+  layers->push_back(proj_in);
+  layers->push_back(proj_norm);
+  layers->push_back(proj_out);
+  // TransformerLM._reset_params: xavier_normal_ on every parameter with more than one dimension.
+  torch::NoGradGuard no_grad;
+  for (auto& p : parameters()) {
+    if (p.dim() > 1) torch::nn::init::xavier_normal_(p);
+  }
+}
+
+at::Tensor TransformerLMImpl::forward(const at::Tensor& tokens, int64_t pad_index) {
+  const int64_t U = tokens.size(1);
+  const at::Tensor attn_mask =
+      config.causal ? nn::lookahead_mask(U, tokens.device()) : at::Tensor();
+  const at::Tensor padding = tokens.eq(pad_index);
+  at::Tensor x = custom_src_module->forward(tokens);
+  if (embedding_proj) x = embedding_proj->forward(x);
+  x = x + positional_encoding->forward(x);
+  x = encoder->forward_masked(x, attn_mask, padding);
+  return proj_out->forward(proj_norm->forward(proj_in->forward(x)));
+}
+
+}  // namespace masr::models

@@ -1,0 +1,136 @@
+// lib/nn/attention.cpp
+// Multi-head attention layers and positional encodings.
+#include "nn/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+
+namespace masr::nn {
+
+MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t d_model, int64_t nhead, double dropout) {
+  att = register_module("att",
+                        torch::nn::MultiheadAttention(
+                            torch::nn::MultiheadAttentionOptions(d_model, nhead).dropout(dropout)));
+}
+
+at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& query, const at::Tensor& key,
+                                           const at::Tensor& value, const at::Tensor& attn_mask,
+                                           const at::Tensor& key_padding_mask) {
+  // LibTorch 1.13's C++ attention adds attn_mask to the scores whatever its dtype, so a boolean
+  // mask becomes an additive one (-inf where blocked) here.
+  at::Tensor additive;
+  if (attn_mask.defined()) {
+    additive = attn_mask.scalar_type() == torch::kBool
+                   ? torch::zeros(attn_mask.sizes(), query.options())
+                         .masked_fill(attn_mask, -std::numeric_limits<double>::infinity())
+                   : attn_mask;
+  }
+  // torch's C++ MultiheadAttention is sequence-first: (T, B, d).
+  auto result = att->forward(query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1),
+                             key_padding_mask, /*need_weights=*/false, additive);
+  return std::get<0>(result).transpose(0, 1);
+}
+
+RelPosMHAXLImpl::RelPosMHAXLImpl(int64_t d_model_, int64_t nhead_, double dropout,
+                                 bool mask_pos_future_)
+    : d_model(d_model_),
+      nhead(nhead_),
+      head_dim(d_model_ / nhead_),
+      mask_pos_future(mask_pos_future_) {
+  if (d_model % nhead != 0) {
+    throw_config_error("RelPosMHAXL: d_model " + std::to_string(d_model) +
+                       " is not divisible by nhead " + std::to_string(nhead));
+  }
+  in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * d_model, d_model}));
+  dropout_att = register_module("dropout_att", torch::nn::Dropout(dropout));
+  out_proj = register_module("out_proj", torch::nn::Linear(d_model, d_model));
+  linear_pos = register_module(
+      "linear_pos", torch::nn::Linear(torch::nn::LinearOptions(d_model, d_model).bias(false)));
+  pos_bias_u = register_parameter("pos_bias_u", torch::empty({head_dim, nhead}));
+  pos_bias_v = register_parameter("pos_bias_v", torch::empty({head_dim, nhead}));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_uniform_(in_proj_weight);
+  torch::nn::init::xavier_uniform_(pos_bias_u);
+  torch::nn::init::xavier_uniform_(pos_bias_v);
+}
+
+// Transformer-XL's shifting trick: turns scores against relative positions (2T-1) into scores
+// against key positions, keeping the first T columns.
+at::Tensor RelPosMHAXLImpl::rel_shift(const at::Tensor& x) const {
+  const int64_t b = x.size(0), h = x.size(1), qlen = x.size(2), pos_len = x.size(3);
+  at::Tensor y = torch::constant_pad_nd(x, {1, 0});
+  y = y.view({b, h, -1, qlen}).narrow(2, 1, pos_len).reshape({b, h, qlen, pos_len});
+  if (mask_pos_future) {
+    y = y *
+        torch::ones({qlen, pos_len}, x.options()).tril(pos_len - qlen).view({1, 1, qlen, pos_len});
+  }
+  return y.narrow(3, 0, pos_len / 2 + 1);
+}
+
+at::Tensor RelPosMHAXLImpl::forward(const at::Tensor& x, const at::Tensor& pos_embs,
+                                    const at::Tensor& attn_mask,
+                                    const at::Tensor& key_padding_mask) {
+  const int64_t bsz = x.size(0), len = x.size(1);
+  const auto qkv =
+      torch::matmul(x, in_proj_weight.t()).view({bsz, len, nhead, 3 * head_dim}).chunk(3, -1);
+  const at::Tensor p_k = linear_pos->forward(pos_embs).view({1, -1, nhead, head_dim});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d_model));
+  const at::Tensor q_u = (qkv[0] + pos_bias_u.reshape({1, 1, nhead, head_dim})).transpose(1, 2);
+  const at::Tensor q_v = (qkv[0] + pos_bias_v.reshape({1, 1, nhead, head_dim})).transpose(1, 2);
+  const at::Tensor ac = torch::matmul(q_u * scale, qkv[1].permute({0, 2, 3, 1}));
+  const at::Tensor bd = rel_shift(torch::matmul(q_v * scale, p_k.permute({0, 2, 3, 1})));
+  at::Tensor score = ac + bd;  // (B, H, T, T)
+  const double fill = -std::numeric_limits<double>::infinity();
+  if (attn_mask.defined()) score = score.masked_fill(attn_mask.view({1, 1, len, len}), fill);
+  if (key_padding_mask.defined()) {
+    score = score.masked_fill(key_padding_mask.view({bsz, 1, 1, len}), fill);
+  }
+  score = torch::softmax(score, -1, torch::kFloat).to(x.scalar_type());
+  score = dropout_att->forward(score);
+  // Rows whose keys are all masked give NaN after softmax; SpeechBrain zeroes masked weights.
+  if (attn_mask.defined()) score = score.masked_fill(attn_mask.view({1, 1, len, len}), 0.0);
+  if (key_padding_mask.defined()) {
+    score = score.masked_fill(key_padding_mask.view({bsz, 1, 1, len}), 0.0);
+  }
+  const at::Tensor out = torch::matmul(score, qkv[2].transpose(1, 2));  // (B, H, T, hd)
+  return out_proj->forward(out.transpose(1, 2).contiguous().view({bsz, len, d_model}));
+}
+
+at::Tensor relative_positional_encoding(int64_t length, int64_t d_model,
+                                        const at::TensorOptions& options) {
+  const auto f32 = at::TensorOptions().dtype(torch::kFloat);
+  const at::Tensor inv_freq =
+      torch::exp(torch::arange(0, d_model, 2, f32) * -(std::log(10000.0) / d_model));
+  const at::Tensor angles = torch::arange(0, length, f32).unsqueeze(1) * inv_freq;  // (T, d/2)
+  const at::Tensor sines = torch::sin(angles);
+  const at::Tensor past = torch::stack({sines, torch::cos(angles)}, -1).view({length, d_model});
+  const at::Tensor future = torch::stack({sines, torch::cos(-angles)}, -1).view({length, d_model});
+  const at::Tensor pe = torch::cat({past.flip(0), future.narrow(0, 1, length - 1)}, 0);
+  return pe.unsqueeze(0).to(options);
+}
+
+PositionalEncodingImpl::PositionalEncodingImpl(int64_t d_model, int64_t max_len) {
+  if (d_model % 2 != 0) {
+    throw_config_error("PositionalEncoding: sinusoidal encoding needs an even d_model, got " +
+                       std::to_string(d_model));
+  }
+  const at::Tensor positions = torch::arange(0, max_len, torch::kFloat).unsqueeze(1);
+  const at::Tensor denominator =
+      torch::exp(torch::arange(0, d_model, 2, torch::kFloat) * -(std::log(10000.0) / d_model));
+  const at::Tensor angles = positions * denominator;
+  const at::Tensor table =
+      torch::stack({torch::sin(angles), torch::cos(angles)}, -1).view({max_len, d_model});
+  pe = register_buffer("pe", table.unsqueeze(0));
+}
+
+at::Tensor PositionalEncodingImpl::forward(const at::Tensor& x) {
+  if (x.size(1) > pe.size(1)) {
+    throw_input_error("PositionalEncoding: sequence of " + std::to_string(x.size(1)) +
+                      " frames is longer than max_length " + std::to_string(pe.size(1)));
+  }
+  return pe.narrow(1, 0, x.size(1)).to(x.scalar_type());
+}
+
+}  // namespace masr::nn

@@ -1,0 +1,109 @@
+// lib/nn/conv_frontend.cpp
+// SpeechBrain's 2-D convolutional front end.
+#include "nn/conv_frontend.h"
+
+#include "core/error.h"
+
+namespace masr::nn {
+namespace F = torch::nn::functional;
+namespace {
+
+// SpeechBrain's "same" padding (nnet/CNN.py get_padding_elem): k/2 on both sides when strided,
+// else the symmetric floor of the size lost by the convolution.
+int64_t same_padding(int64_t kernel, int64_t stride, int64_t dilation) {
+  if (stride > 1) return kernel / 2;
+  return dilation * (kernel - 1) / 2;
+}
+
+int64_t conv_out(int64_t size, int64_t kernel, int64_t stride, int64_t dilation) {
+  const int64_t pad = same_padding(kernel, stride, dilation);
+  return (size + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+}  // namespace
+
+FrontEndConvImpl::FrontEndConvImpl(int64_t in, int64_t out, int64_t kernel_, int64_t stride_,
+                                   int64_t dilation_, bool bias)
+    : kernel(kernel_), stride(stride_), dilation(dilation_) {
+  conv = register_module(
+      "conv",
+      torch::nn::Conv2d(
+          torch::nn::Conv2dOptions(in, out, kernel).stride(stride).dilation(dilation).bias(bias)));
+}
+
+at::Tensor FrontEndConvImpl::forward(const at::Tensor& x) {
+  const int64_t pad = same_padding(kernel, stride, dilation);
+  at::Tensor y = x.permute({0, 3, 2, 1});  // (B, C, F, T), SpeechBrain's transpose(1, -1)
+  y = F::pad(y, F::PadFuncOptions({pad, pad, pad, pad}).mode(torch::kReflect));
+  return conv->forward(y).permute({0, 3, 2, 1});
+}
+
+ConvolutionFrontEndImpl::ConvolutionFrontEndImpl(const ConvFrontEndConfig& config)
+    : config_(config) {
+  const size_t blocks = config.out_channels.size();
+  if (blocks == 0 || config.kernel_sizes.size() != blocks || config.strides.size() != blocks ||
+      config.dilations.size() != blocks) {
+    throw_config_error(
+        "ConvolutionFrontEnd: out_channels, kernel_sizes, strides and dilations "
+        "need one entry per block (num_blocks " +
+        std::to_string(blocks) + ")");
+  }
+  int64_t channels = 1, freq = config.in_features;
+  for (size_t b = 0; b < blocks; ++b) {
+    auto block =
+        register_module("convblock_" + std::to_string(b), std::make_shared<torch::nn::Module>());
+    auto convs = block->register_module("convs", std::make_shared<torch::nn::Module>());
+    for (int64_t i = 0; i < config.num_layers_per_block; ++i) {
+      const bool last = i == config.num_layers_per_block - 1;
+      const int64_t stride = last ? config.strides[b] : 1;
+      Layer layer;
+      layer.conv = convs->register_module(
+          "conv_" + std::to_string(i),
+          FrontEndConv(channels, config.out_channels[b], config.kernel_sizes[b], stride,
+                       config.dilations[b], config.conv_bias));
+      channels = config.out_channels[b];
+      freq = conv_out(freq, config.kernel_sizes[b], stride, config.dilations[b]);
+      // SpeechBrain's LayerNorm(input_shape[2:]) normalizes (F, C) jointly; key `norm_i.norm.*`.
+      auto norm_holder = convs->register_module("norm_" + std::to_string(i),
+                                                std::make_shared<torch::nn::Module>());
+      layer.norm = norm_holder->register_module(
+          "norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({freq, channels}).eps(1e-5)));
+      layers_.push_back(layer);
+    }
+  }
+  out_freq_ = freq;
+  dropout_ = register_module("dropout", torch::nn::Dropout(config.dropout));
+}
+
+at::Tensor ConvolutionFrontEndImpl::forward(const at::Tensor& features) {
+  if (features.dim() != 3 || features.size(2) != config_.in_features) {
+    throw_input_error("ConvolutionFrontEnd: expected features (batch, time, " +
+                      std::to_string(config_.in_features) + "), got " +
+                      std::to_string(features.dim()) + "-D input with last size " +
+                      std::to_string(features.size(-1)));
+  }
+  at::Tensor x = features.unsqueeze(-1);  // (B, T, F, 1)
+  for (auto& layer : layers_) {
+    x = layer.conv->forward(x);
+    x = layer.norm->forward(x);
+    x = torch::leaky_relu(x, 0.01);
+    x = dropout_->forward(x);
+  }
+  return x;
+}
+
+at::Tensor ConvolutionFrontEndImpl::output_lengths(const at::Tensor& lengths) const {
+  at::Tensor out = lengths.to(torch::kLong);
+  size_t index = 0;
+  for (size_t b = 0; b < config_.out_channels.size(); ++b) {
+    for (int64_t i = 0; i < config_.num_layers_per_block; ++i, ++index) {
+      const int64_t stride = i == config_.num_layers_per_block - 1 ? config_.strides[b] : 1;
+      const int64_t k = config_.kernel_sizes[b], d = config_.dilations[b];
+      const int64_t pad = same_padding(k, stride, d);
+      out = torch::div(out + 2 * pad - d * (k - 1) - 1, stride, "floor") + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace masr::nn

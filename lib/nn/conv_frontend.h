@@ -1,0 +1,56 @@
+// lib/nn/conv_frontend.h
+// SpeechBrain's ConvolutionFrontEnd (lobes/models/convolution.py): blocks of Conv2d with "same"
+// reflect padding -> LayerNorm over (F, C) -> LeakyReLU(0.01) -> Dropout, downsampling time and
+// frequency by each block's stride.
+#pragma once
+
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace masr::nn {
+
+struct ConvFrontEndConfig {
+  int64_t in_features = 80;  // input_shape[-1] (mel bins)
+  int64_t num_layers_per_block = 1;
+  std::vector<int64_t> out_channels = {64, 32};  // one per block
+  std::vector<int64_t> kernel_sizes = {3, 3};
+  std::vector<int64_t> strides = {2, 2};
+  std::vector<int64_t> dilations = {1, 1};
+  double dropout = 0.1;
+  bool conv_bias = true;
+};
+
+// One conv layer: keys `conv.{weight,bias}` (SpeechBrain's Conv2d wrapper).
+struct FrontEndConvImpl : torch::nn::Module {
+  FrontEndConvImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t dilation,
+                   bool bias);
+  // x: (B, T, F, C_in) -> (B, T', F', C_out), reflect-padded "same" as SpeechBrain.
+  at::Tensor forward(const at::Tensor& x);
+  torch::nn::Conv2d conv{nullptr};
+  int64_t kernel = 0, stride = 1, dilation = 1;
+};
+TORCH_MODULE(FrontEndConv);
+
+struct ConvolutionFrontEndImpl : torch::nn::Module {
+  explicit ConvolutionFrontEndImpl(const ConvFrontEndConfig& config);
+  // features: (B, T, F) -> (B, T'', F'', C) (SpeechBrain's layout; TransformerASR flattens the
+  // last two as f * C + c).
+  at::Tensor forward(const at::Tensor& features);
+  // Frames after the front end for each input length: T' = floor((T + 2p - d(k-1) - 1)/s) + 1.
+  at::Tensor output_lengths(const at::Tensor& lengths) const;
+  int64_t output_size() const { return out_freq_ * config_.out_channels.back(); }
+
+ private:
+  struct Layer {
+    FrontEndConv conv{nullptr};
+    torch::nn::LayerNorm norm{nullptr};
+  };
+  ConvFrontEndConfig config_;
+  std::vector<Layer> layers_;
+  torch::nn::Dropout dropout_{nullptr};
+  int64_t out_freq_ = 0;
+};
+TORCH_MODULE(ConvolutionFrontEnd);
+
+}  // namespace masr::nn

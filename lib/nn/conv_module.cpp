@@ -1,0 +1,42 @@
+// lib/nn/conv_module.cpp
+// Conformer / ConMamba convolution module.
+#include "nn/conv_module.h"
+
+#include "nn/masks.h"
+
+namespace masr::nn {
+
+ConvolutionModuleImpl::ConvolutionModuleImpl(int64_t d_model, int64_t kernel_size, bool bias,
+                                             Activation activation, double dropout, bool causal_)
+    : causal(causal_) {
+  // Causal: pad k-1 on both sides and chop the right (SpeechBrain's "chomp"); else (k-1)/2.
+  padding = causal ? kernel_size - 1 : (kernel_size - 1) / 2;
+  layer_norm =
+      register_module("layer_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
+  bottleneck = torch::nn::Sequential(
+      torch::nn::Conv1d(torch::nn::Conv1dOptions(d_model, 2 * d_model, 1).bias(bias)),
+      torch::nn::GLU(torch::nn::GLUOptions(1)));
+  register_module("bottleneck", bottleneck);
+  conv = register_module("conv",
+                         torch::nn::Conv1d(torch::nn::Conv1dOptions(d_model, d_model, kernel_size)
+                                               .padding(padding)
+                                               .groups(d_model)
+                                               .bias(bias)));
+  after_conv = torch::nn::Sequential();
+  after_conv->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
+  after_conv->push_back(make_activation(activation));
+  after_conv->push_back(torch::nn::Linear(torch::nn::LinearOptions(d_model, d_model).bias(bias)));
+  after_conv->push_back(torch::nn::Dropout(dropout));
+  register_module("after_conv", after_conv);
+}
+
+at::Tensor ConvolutionModuleImpl::forward(const at::Tensor& x, const at::Tensor& lengths) {
+  at::Tensor out = bottleneck->forward(layer_norm->forward(x).transpose(1, 2));  // (B, d, T)
+  if (lengths.defined()) out = zero_padding(out.transpose(1, 2), lengths).transpose(1, 2);
+  out = conv->forward(out);
+  if (causal && padding > 0) out = out.narrow(2, 0, out.size(2) - padding);
+  out = after_conv->forward(out.transpose(1, 2));
+  return zero_padding(out, lengths);
+}
+
+}  // namespace masr::nn

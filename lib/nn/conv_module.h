@@ -1,0 +1,30 @@
+// lib/nn/conv_module.h
+// The Conformer / ConMamba convolution module (SpeechBrain's ConvolutionModule, LayerNorm after
+// the depthwise conv as in SB PR #1329).
+#pragma once
+
+#include <torch/torch.h>
+
+#include "nn/activation.h"
+
+namespace masr::nn {
+
+// LayerNorm -> pointwise Conv1d(d, 2d) + GLU -> depthwise Conv1d(k) -> LayerNorm -> activation ->
+// Linear(d, d) -> Dropout. Keys: layer_norm, bottleneck.0, conv, after_conv.0, after_conv.2.
+struct ConvolutionModuleImpl : torch::nn::Module {
+  ConvolutionModuleImpl(int64_t d_model, int64_t kernel_size, bool bias, Activation activation,
+                        double dropout, bool causal);
+  // x: (B, T, d); lengths: int64 (B) or undefined. Padded frames are zeroed before the depthwise
+  // conv (so real frames never read padding; upstream ConMamba reads it) and in the output.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths = {});
+
+  torch::nn::LayerNorm layer_norm{nullptr};
+  torch::nn::Sequential bottleneck{nullptr};
+  torch::nn::Conv1d conv{nullptr};
+  torch::nn::Sequential after_conv{nullptr};
+  int64_t padding = 0;
+  bool causal = false;
+};
+TORCH_MODULE(ConvolutionModule);
+
+}  // namespace masr::nn

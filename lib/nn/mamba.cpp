@@ -1,0 +1,111 @@
+// lib/nn/mamba.cpp
+// Mamba (S6) block, uni- and bidirectional, on masr::ops::selective_scan.
+#include "nn/mamba.h"
+
+#include <cmath>
+
+#include "nn/masks.h"
+#include "ops/selective_scan.h"
+
+namespace masr::nn {
+namespace F = torch::nn::functional;
+
+MambaImpl::MambaImpl(int64_t d_model_, const MambaConfig& config, bool bidirectional_)
+    : d_model(d_model_),
+      d_inner(config.expand * d_model_),
+      d_state(config.d_state),
+      d_conv(config.d_conv),
+      dt_rank(config.dt_rank > 0 ? config.dt_rank : (d_model_ + 15) / 16),
+      bidirectional(bidirectional_) {
+  using torch::nn::Conv1dOptions;
+  using torch::nn::LinearOptions;
+  in_proj = register_module(
+      "in_proj", torch::nn::Linear(LinearOptions(d_model, 2 * d_inner).bias(config.bias)));
+  auto make_conv = [&] {
+    return torch::nn::Conv1d(Conv1dOptions(d_inner, d_inner, d_conv)
+                                 .groups(d_inner)
+                                 .padding(d_conv - 1)
+                                 .bias(config.conv_bias));
+  };
+  auto make_x_proj = [&] {
+    return torch::nn::Linear(LinearOptions(d_inner, dt_rank + 2 * d_state).bias(false));
+  };
+  auto make_dt_proj = [&] { return torch::nn::Linear(LinearOptions(dt_rank, d_inner).bias(true)); };
+  conv1d = register_module("conv1d", make_conv());
+  x_proj = register_module("x_proj", make_x_proj());
+  dt_proj = register_module("dt_proj", make_dt_proj());
+  A_log = register_parameter("A_log", torch::empty({d_inner, d_state}));
+  D = register_parameter("D", torch::empty({d_inner}));
+  init_direction(dt_proj, A_log, D);
+  if (bidirectional) {
+    conv1d_b = register_module("conv1d_b", make_conv());
+    x_proj_b = register_module("x_proj_b", make_x_proj());
+    dt_proj_b = register_module("dt_proj_b", make_dt_proj());
+    A_b_log = register_parameter("A_b_log", torch::empty({d_inner, d_state}));
+    D_b = register_parameter("D_b", torch::empty({d_inner}));
+    init_direction(dt_proj_b, A_b_log, D_b);
+  }
+  out_proj = register_module("out_proj",
+                             torch::nn::Linear(LinearOptions(d_inner, d_model).bias(config.bias)));
+}
+
+// mamba_ssm's initialization: dt_proj.weight ~ U(+-dt_rank^-0.5); dt_proj.bias = softplus^-1(dt)
+// with dt log-uniform in [1e-3, 1e-1] (floored at 1e-4); A_log = log(1..N) (S4D-real); D = 1.
+void MambaImpl::init_direction(torch::nn::Linear& dtp, at::Tensor& a_log, at::Tensor& d) {
+  torch::NoGradGuard no_grad;
+  const double std = std::pow(static_cast<double>(dt_rank), -0.5);
+  dtp->weight.uniform_(-std, std);
+  const double lo = std::log(1e-3), hi = std::log(1e-1);
+  at::Tensor dt = torch::exp(torch::rand({d_inner}) * (hi - lo) + lo).clamp_min(1e-4);
+  dtp->bias.copy_(dt + torch::log(-torch::expm1(-dt)));
+  a_log.copy_(torch::log(torch::arange(1, d_state + 1, torch::kFloat)).repeat({d_inner, 1}));
+  d.fill_(1.0);
+}
+
+at::Tensor MambaImpl::direction(const at::Tensor& x, const at::Tensor& z, torch::nn::Conv1d& conv,
+                                torch::nn::Linear& xp, torch::nn::Linear& dtp,
+                                const at::Tensor& a_log, const at::Tensor& d,
+                                const at::Tensor& lengths, bool reverse) const {
+  const int64_t T = x.size(2);
+  at::Tensor conv_out;
+  if (!reverse) {
+    // Causal depthwise conv: left context only (the module pads both sides; keep the first T).
+    conv_out = conv->forward(x).narrow(2, 0, T);
+  } else {
+    // The upstream reverse branch flips time and runs the causal conv: in original time that is
+    // out_t = sum_j w[K-1-j] x_{t+j}, i.e. a right-padded correlation with the flipped kernel.
+    conv_out = F::conv1d(F::pad(x, F::PadFuncOptions({0, d_conv - 1})), conv->weight.flip(-1),
+                         F::Conv1dFuncOptions().bias(conv->bias).groups(d_inner));
+  }
+  const at::Tensor u = torch::silu(conv_out);               // (B, d_inner, T)
+  const at::Tensor x_dbl = xp->forward(u.transpose(1, 2));  // (B, T, R + 2N)
+  const auto parts = x_dbl.split({dt_rank, d_state, d_state}, -1);
+  const at::Tensor delta = torch::matmul(parts[0], dtp->weight.t()).transpose(1, 2);  // (B, di, T)
+  const at::Tensor B = parts[1].transpose(1, 2).contiguous();                         // (B, N, T)
+  const at::Tensor C = parts[2].transpose(1, 2).contiguous();
+  const at::Tensor A = -torch::exp(a_log.to(torch::kFloat));
+  ops::ScanOptions options;
+  options.delta_softplus = true;
+  options.reverse = reverse;
+  return ops::selective_scan(u.contiguous(), delta.contiguous(), A, B, C, d.to(torch::kFloat),
+                             z.contiguous(), dtp->bias.to(torch::kFloat), lengths, options);
+}
+
+at::Tensor MambaImpl::forward(const at::Tensor& hidden, const at::Tensor& lengths) {
+  const at::Tensor xz = in_proj->forward(hidden).transpose(1, 2);  // (B, 2*d_inner, T)
+  at::Tensor x = xz.narrow(1, 0, d_inner);
+  const at::Tensor z = xz.narrow(1, d_inner, d_inner);
+  at::Tensor lens;
+  if (lengths.defined()) {
+    lens = lengths.to(hidden.device()).to(torch::kLong);
+    x = zero_padding(x.transpose(1, 2), lens).transpose(1, 2);
+  }
+  at::Tensor y = direction(x, z, conv1d, x_proj, dt_proj, A_log, D, lens, false);
+  if (bidirectional) {
+    const at::Tensor y_b = direction(x, z, conv1d_b, x_proj_b, dt_proj_b, A_b_log, D_b, lens, true);
+    y = 0.5 * y + 0.5 * y_b;
+  }
+  return out_proj->forward(y.transpose(1, 2));
+}
+
+}  // namespace masr::nn

@@ -1,0 +1,45 @@
+// lib/nn/mamba.h
+// The Mamba (S6) block, unidirectional (mamba_ssm 1.1.3 `Mamba`) or bidirectional "v2" as in
+// xi-j/Mamba-ASR modules/mamba/bimamba.py: shared in_proj/out_proj, per-direction conv1d, x_proj,
+// dt_proj, A_log, D, and the two directions averaged (if_devide_out=True).
+#pragma once
+
+#include <torch/torch.h>
+
+namespace masr::nn {
+
+struct MambaConfig {
+  int64_t d_state = 16;
+  int64_t expand = 2;
+  int64_t d_conv = 4;
+  int64_t dt_rank = 0;  // 0: ceil(d_model / 16), mamba_ssm's "auto"
+  bool conv_bias = true;
+  bool bias = false;  // in_proj / out_proj
+};
+
+struct MambaImpl : torch::nn::Module {
+  MambaImpl(int64_t d_model, const MambaConfig& config, bool bidirectional);
+
+  // x: (B, T, d_model); lengths: int64 (B) or undefined (every frame valid) -> (B, T, d_model).
+  // With lengths, each utterance is computed as if alone: padding is zeroed before the convs, the
+  // backward direction starts at the utterance's own last frame, and outputs at padding are zero
+  // before out_proj.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths = {});
+
+  int64_t d_model = 0, d_inner = 0, d_state = 0, d_conv = 0, dt_rank = 0;
+  bool bidirectional = false;
+  torch::nn::Linear in_proj{nullptr}, out_proj{nullptr};
+  torch::nn::Conv1d conv1d{nullptr}, conv1d_b{nullptr};
+  torch::nn::Linear x_proj{nullptr}, x_proj_b{nullptr}, dt_proj{nullptr}, dt_proj_b{nullptr};
+  at::Tensor A_log, A_b_log, D, D_b;  // NOLINT: upstream names
+
+ private:
+  // One direction over x, z: (B, d_inner, T); reverse = anti-causal conv and reversed scan.
+  at::Tensor direction(const at::Tensor& x, const at::Tensor& z, torch::nn::Conv1d& conv,
+                       torch::nn::Linear& xp, torch::nn::Linear& dtp, const at::Tensor& a_log,
+                       const at::Tensor& d, const at::Tensor& lengths, bool reverse) const;
+  void init_direction(torch::nn::Linear& dtp, at::Tensor& a_log, at::Tensor& d);
+};
+TORCH_MODULE(Mamba);
+
+}  // namespace masr::nn
