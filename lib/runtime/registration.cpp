@@ -3,6 +3,8 @@
 
 #include <ATen/Context.h>
 
+#include "text/tokenizer.h"
+
 namespace masr::runtime {
 namespace {
 
@@ -23,6 +25,7 @@ void register_seed(hparams::Registry& registry) {
 
 void register_all_classes(hparams::Registry& registry) {
   register_seed(registry);
+  text::register_text_classes(registry);
 }
 
 }  // namespace masr::runtime
