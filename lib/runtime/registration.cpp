@@ -7,6 +7,7 @@
 #include "features/registration.h"
 #include "ops/benchmarks.h"
 #include "models/register.h"
+#include "text/tokenizer.h"
 
 namespace masr::runtime {
 namespace {
@@ -32,6 +33,7 @@ void register_all_classes(hparams::Registry& registry) {
   features::register_features_classes(registry);
   ops::register_ops_benchmarks();
   models::register_model_classes(registry);
+  text::register_text_classes(registry);
 }
 
 }  // namespace masr::runtime

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -21,10 +22,32 @@ sentencepiece::SentencePieceProcessor* processor(void* handle) {
   return static_cast<sentencepiece::SentencePieceProcessor*>(handle);
 }
 
+// Feeds in-memory sentences to the trainer.
+class ArraySentences : public sentencepiece::SentenceIterator {
+ public:
+  ArraySentences(const char* const* sentences, size_t n) : sentences_(sentences), n_(n) {
+    if (n_ > 0) value_ = sentences_[0];
+  }
+  bool done() const override { return index_ >= n_; }
+  void Next() override {
+    ++index_;
+    if (index_ < n_) value_ = sentences_[index_];
+  }
+  const std::string& value() const override { return value_; }
+  sentencepiece::util::Status status() const override {
+    return sentencepiece::util::Status();  // default-constructed: OK
+  }
+
+ private:
+  const char* const* sentences_;
+  size_t n_;
+  size_t index_ = 0;
+  std::string value_;
+};
+
 }  // namespace
 
 extern "C" {
-
 int masr_spm_abi_version(void) { return MASR_SPM_ABI_VERSION; }
 
 void* masr_spm_load(const char* model_path, char* err, size_t err_len) {
@@ -91,6 +114,20 @@ int masr_spm_decode(void* handle, const int* ids, size_t n_ids, char* out, size_
 
 int masr_spm_train(const char* args, char* err, size_t err_len) {
   const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+  if (!status.ok()) {
+    set_error(err, err_len, status.ToString());
+    return -1;
+  }
+  return 0;
+}
+
+int masr_spm_train_sentences(const char* const* keys, const char* const* values, size_t n_flags,
+                             const char* const* sentences, size_t n_sentences, char* err,
+                             size_t err_len) {
+  std::unordered_map<std::string, std::string> kwargs;
+  for (size_t i = 0; i < n_flags; ++i) kwargs[keys[i]] = values[i];
+  ArraySentences iterator(sentences, n_sentences);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs, &iterator);
   if (!status.ok()) {
     set_error(err, err_len, status.ToString());
     return -1;

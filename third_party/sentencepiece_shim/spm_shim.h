@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define MASR_SPM_ABI_VERSION 1
+#define MASR_SPM_ABI_VERSION 2
 
 // Every function that can fail returns 0 on success, or -1 with a message in err (NUL-terminated,
 // truncated to err_len).
@@ -44,6 +44,12 @@ int masr_spm_decode(void* handle, const int* ids, size_t n_ids, char* out, size_
 // Trains a model; `args` is SentencePiece's trainer flag string
 // ("--input=... --model_prefix=... --vocab_size=..."). Returns 0 or -1 with err.
 int masr_spm_train(const char* args, char* err, size_t err_len);
+
+// Trains a model from flags given as n_flags key/value pairs (keys without "--", so paths with
+// spaces survive) over n_sentences in-memory sentences (no temporary text file). Since ABI 2.
+int masr_spm_train_sentences(const char* const* keys, const char* const* values, size_t n_flags,
+                             const char* const* sentences, size_t n_sentences, char* err,
+                             size_t err_len);
 
 #ifdef __cplusplus
 }

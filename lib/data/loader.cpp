@@ -1,0 +1,89 @@
+// lib/data/loader.cpp
+// PrefetchScheduler: in-order hand-out of batches to workers with a bounded window.
+#include "data/loader.h"
+
+#include "core/error.h"
+
+namespace masr::data {
+
+PrefetchScheduler::PrefetchScheduler(size_t num_batches, int num_workers, size_t window,
+                                     std::function<void(size_t)> produce)
+    : num_batches_(num_batches),
+      window_(std::max<size_t>(window, 1)),
+      produce_(std::move(produce)),
+      done_(num_batches, 0),
+      errors_(num_batches) {
+  workers_.reserve(static_cast<size_t>(num_workers));
+  for (int i = 0; i < num_workers; ++i) workers_.emplace_back([this] { work(); });
+}
+
+PrefetchScheduler::~PrefetchScheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  for (auto& worker : workers_) worker.join();
+}
+
+void PrefetchScheduler::work() {
+  while (true) {
+    size_t b;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [this] {
+        return stopping_ || next_task_ >= num_batches_ || next_task_ < consumed_ + window_;
+      });
+      if (stopping_ || next_task_ >= num_batches_) return;
+      b = next_task_++;
+    }
+    std::exception_ptr error;
+    try {
+      produce_(b);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_[b] = 1;
+      errors_[b] = error;
+      // Later batches would never be consumed: stop handing them out.
+      if (error) stopping_ = true;
+    }
+    changed_.notify_all();
+  }
+}
+
+void PrefetchScheduler::wait(size_t b) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // A batch never handed out (scheduling stopped after an earlier failure) cannot be waited for;
+  // the consumer always reaches the failed batch first, so this only guards against misuse.
+  changed_.wait(lock, [&] { return done_[b] != 0 || (stopping_ && b >= next_task_); });
+  if (done_[b] == 0) {
+    throw Error(ErrorKind::kInternal,
+                "data loader: batch " + std::to_string(b) + " was never made (the loader stopped)");
+  }
+  if (errors_[b]) std::rethrow_exception(errors_[b]);
+}
+
+void PrefetchScheduler::release(size_t b) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    consumed_ = b + 1;
+  }
+  changed_.notify_all();
+}
+
+void check_batch_indices(const Manifest& manifest, const std::vector<Batch>& batches) {
+  for (size_t b = 0; b < batches.size(); ++b) {
+    for (size_t index : batches[b]) {
+      if (index >= manifest.rows.size()) {
+        throw_input_error("batch " + std::to_string(b) + " refers to row " + std::to_string(index) +
+                          ", but manifest '" + manifest.origin + "' has " +
+                          std::to_string(manifest.rows.size()) + " rows");
+      }
+    }
+  }
+}
+
+}  // namespace masr::data

@@ -1,0 +1,154 @@
+// lib/data/loader.h
+// A multi-threaded loader: worker threads turn manifest rows into items (audio reading, features:
+// the function is the caller's) ahead of the consumer, and batches come out in the sampler's order.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "data/manifest.h"
+#include "data/sampler.h"
+
+namespace masr::data {
+
+struct LoaderOptions {
+  int num_workers = 0;  // 0: items are made in the consumer's thread, on demand
+  int prefetch_batches =
+      2;  // batches made ahead of the consumer, per worker (PyTorch's prefetch_factor)
+};
+
+// The scheduling half of DataLoader, independent of the item type: hands batch indices to
+// workers in order, keeps at most `window` batches made but not consumed, and records each
+// batch's outcome. A failed batch stops the scheduling of later ones.
+class PrefetchScheduler {
+ public:
+  // `produce(b)` makes batch b (and stores it where the caller will look); it may throw.
+  PrefetchScheduler(size_t num_batches, int num_workers, size_t window,
+                    std::function<void(size_t)> produce);
+  // Stops scheduling, waits for the batches being made to finish, joins the workers.
+  ~PrefetchScheduler();
+  PrefetchScheduler(const PrefetchScheduler&) = delete;
+  PrefetchScheduler& operator=(const PrefetchScheduler&) = delete;
+
+  // Blocks until batch b is made; rethrows the original exception if making it failed.
+  void wait(size_t b);
+  // The consumer is done with batch b (b must be the last waited for): frees a window slot.
+  void release(size_t b);
+
+ private:
+  void work();
+
+  size_t num_batches_;
+  size_t window_;
+  std::function<void(size_t)> produce_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<char> done_;
+  std::vector<std::exception_ptr> errors_;
+  size_t next_task_ = 0;
+  size_t consumed_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// Yields, for each batch of the sampler, the items made by `make_item` from its rows, in the
+// batch's order. The manifest must outlive the loader. An exception thrown by `make_item` reaches
+// the consumer unchanged, from next(), when the consumer arrives at that batch; the loader then
+// ends. Destroying the loader early stops the workers: each finishes the item it is making, and
+// the destructor returns once they have.
+template <typename Item>
+class DataLoader {
+ public:
+  using ItemFn = std::function<Item(const ManifestRow&)>;
+
+  DataLoader(const Manifest& manifest, std::vector<Batch> batches, ItemFn make_item,
+             LoaderOptions options = {})
+      : manifest_(manifest),
+        batches_(std::move(batches)),
+        make_item_(std::move(make_item)),
+        slots_(batches_.size()) {
+    check_batches();
+    if (options.num_workers > 0) {
+      const size_t window = static_cast<size_t>(options.num_workers) *
+                            static_cast<size_t>(std::max(1, options.prefetch_batches));
+      scheduler_ = std::make_unique<PrefetchScheduler>(batches_.size(), options.num_workers, window,
+                                                       [this](size_t b) { slots_[b] = make(b); });
+    }
+  }
+  ~DataLoader() {
+    cancelled_.store(true, std::memory_order_relaxed);
+    scheduler_.reset();  // joins the workers before the slots go
+  }
+  // Workers hold `this`: a loader stays where it was built.
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // The next batch's items, with its indices in `indices` if given; false after the last one.
+  bool next(std::vector<Item>& items, Batch* indices = nullptr) {
+    if (next_ >= batches_.size() || failed_) return false;
+    const size_t b = next_++;
+    if (scheduler_) {
+      try {
+        scheduler_->wait(b);
+      } catch (...) {
+        failed_ = true;
+        throw;
+      }
+      items = std::move(slots_[b]);
+      slots_[b] = std::vector<Item>();
+      scheduler_->release(b);
+    } else {
+      try {
+        items = make(b);
+      } catch (...) {
+        failed_ = true;
+        throw;
+      }
+    }
+    if (indices != nullptr) *indices = batches_[b];
+    return true;
+  }
+
+  size_t size() const { return batches_.size(); }
+
+ private:
+  std::vector<Item> make(size_t b) const {
+    std::vector<Item> items;
+    items.reserve(batches_[b].size());
+    for (size_t index : batches_[b]) {
+      if (cancelled_.load(std::memory_order_relaxed)) break;  // shutting down: batch discarded
+      items.push_back(make_item_(manifest_.rows[index]));
+    }
+    return items;
+  }
+
+  void check_batches() const;
+
+  const Manifest& manifest_;
+  std::vector<Batch> batches_;
+  ItemFn make_item_;
+  std::vector<std::vector<Item>> slots_;  // slot b is written by one worker, read by the consumer
+  size_t next_ = 0;
+  bool failed_ = false;
+  std::atomic<bool> cancelled_{false};
+  std::unique_ptr<PrefetchScheduler> scheduler_;  // last: destroyed (joined) first
+};
+
+// Throws an input error if a batch refers past the manifest's rows.
+void check_batch_indices(const Manifest& manifest, const std::vector<Batch>& batches);
+
+template <typename Item>
+void DataLoader<Item>::check_batches() const {
+  check_batch_indices(manifest_, batches_);
+}
+
+}  // namespace masr::data
