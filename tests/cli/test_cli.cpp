@@ -33,7 +33,7 @@ const std::string kFixtures = MASR_TEST_FIXTURES;
 
 }  // namespace
 
-TEST_CASE("--help lists the subcommands and exits 0", "[cli]") {
+TEST_CASE("the --help flag lists the subcommands and exits 0", "[cli]") {
   const Result r = run("--help");
   CHECK(r.code == 0);
   for (const char* sub : {"train", "decode", "bench", "detect", "features"}) {
@@ -51,7 +51,7 @@ TEST_CASE("every subcommand's --help teaches with an example", "[cli]") {
   }
 }
 
-TEST_CASE("--version names the version, the commit and LibTorch", "[cli]") {
+TEST_CASE("the --version flag names the version, the commit and LibTorch", "[cli]") {
   const Result r = run("--version");
   CHECK(r.code == 0);
   CHECK_THAT(r.output, Catch::Contains("mamba-asr 0."));

@@ -72,7 +72,7 @@ TEST_CASE("Mamba with lengths computes each utterance as if alone", "[models]") 
   }
 }
 
-TEST_CASE("Mamba initializes A_log as S4D-real and dt_proj.bias in softplus^-1([1e-3, 1e-1])",
+TEST_CASE("Mamba initializes A_log as S4D-real and dt_proj.bias as softplus^-1 of 1e-3 to 1e-1",
           "[models]") {
   Mamba m(32, MambaConfig{}, true);
   CHECK(m->dt_rank == 2);
