@@ -1,8 +1,6 @@
 // tests/cli/test_features_cli.cpp
 // `mamba-asr features`: files and folders, npy and text, --hparams, and bad input.
-#include <catch2/catch.hpp>
-
-#include <sys/wait.h>
+#include "run_cli.h"
 
 #include <algorithm>
 #include <array>
@@ -16,24 +14,9 @@
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
+using Result = masr::testing::CliResult;
 
-Result run(const std::string& args) {
-  const std::string command = std::string(MASR_EXE) + " " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+Result run(const std::string& args) { return masr::testing::run_cli(args); }
 
 std::filesystem::path scratch() {
   std::random_device rd;

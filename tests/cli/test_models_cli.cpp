@@ -1,9 +1,7 @@
 // tests/cli/test_models_cli.cpp
 // `mamba-asr train FILE --dry-run` on every shipped hparams file builds the models and prints the
 // parameter count of the `model` ModuleList (CNN + TransformerASR + heads) and of the LM.
-#include <catch2/catch.hpp>
-
-#include <sys/wait.h>
+#include "run_cli.h"
 
 #include <array>
 #include <cstdio>
@@ -11,24 +9,9 @@
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = masr::testing::CliResult;
 
-Result run(const std::string& args) {
-  const std::string command = std::string(MASR_EXE) + " " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+Result run(const std::string& args) { return masr::testing::run_cli(args); }
 
 void check_count(const std::string& file, const std::string& key, const std::string& cls,
                  const std::string& count) {
