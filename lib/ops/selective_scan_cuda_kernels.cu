@@ -77,41 +77,76 @@ __device__ __forceinline__ int frame_of(const ScanParams& p, int len, int step) 
   return p.reverse ? len - 1 - step : step;
 }
 
-// Stages chunk c of rows d0..d0+31 of utterance b: dt, dt*u, u, B, C (zeros past the length).
-template <typename T, typename S>
-__device__ void load_chunk(const ScanParams& p, S& s, int64_t b, int64_t d0, int c, int len) {
+// One thread's share of a chunk, raw from global memory: element q is (row j, step k) with
+// j * kChunk + k = threadIdx.x + q * blockDim.x; B/C element q is (state n, step k) likewise.
+// Fetched one chunk ahead so that the loads are in flight while the current chunk is scanned.
+template <int W>
+struct ChunkRegs {
+  static constexpr int kPer = kRows * kChunk / (32 * W);
+  float u[kPer], delta[kPer], z[kPer], dout[kPer];
+  float B[2], C[2];  // W * kStates * kChunk / (32 * W) = 2
+};
+
+__device__ __forceinline__ int row_of(int q, int threads) {
+  return (threadIdx.x + q * threads) / kChunk;
+}
+__device__ __forceinline__ int step_of(int q, int threads) {
+  return (threadIdx.x + q * threads) % kChunk;
+}
+
+template <typename T, int W>
+__device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, int64_t b,
+                                            int64_t d0, int c, int len, ChunkRegs<W>& r) {
   const int64_t L = p.time, Dn = p.channels;
-  const int N = static_cast<int>(p.state), Npad = blockDim.x / 32 * kStates;
+  const int N = static_cast<int>(p.state);
   const T* u = static_cast<const T*>(p.u);
   const T* delta = static_cast<const T*>(p.delta);
-  for (int e = threadIdx.x; e < kRows * kChunk; e += blockDim.x) {
-    const int j = e / kChunk, k = e % kChunk;
-    const int64_t d = d0 + j;
-    const int t = frame_of(p, len, c * kChunk + k);
-    float dt = 0.f, uu = 0.f;
-    if (d < Dn && t >= 0) {
-      const int64_t i = (b * Dn + d) * L + t;
-      uu = to_float(u[i]);
-      dt = to_float(delta[i]) + (p.bias ? p.bias[d] : 0.f);
-      if (p.softplus) dt = softplus(dt);
-    }
-    s.dt[k][j] = dt;
-    s.dtu[k][j] = dt * uu;
-    s.u[k][j] = uu;
+  const T* z = static_cast<const T*>(p.z);
+#pragma unroll
+  for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+    const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
+    const int t = c >= 0 ? frame_of(p, len, c * kChunk + k) : -1;
+    const bool ok = d0 + j < Dn && t >= 0;
+    const int64_t i = (b * Dn + d0 + j) * L + t;
+    r.u[q] = ok ? to_float(u[i]) : 0.f;
+    r.delta[q] = ok ? to_float(delta[i]) : 0.f;
+    r.z[q] = ok && z ? to_float(z[i]) : 0.f;
+    r.dout[q] = ok && dout ? to_float(dout[i]) : 0.f;
   }
   const T* Bp = static_cast<const T*>(p.B);
   const T* Cp = static_cast<const T*>(p.C);
-  for (int e = threadIdx.x; e < Npad * kChunk; e += blockDim.x) {
-    const int n = e / kChunk, k = e % kChunk;
-    const int t = frame_of(p, len, c * kChunk + k);
-    float bv = 0.f, cv = 0.f;
-    if (n < N && t >= 0) {
-      const int64_t i = (b * N + n) * L + t;
-      bv = to_float(Bp[i]);
-      cv = to_float(Cp[i]);
-    }
-    s.B[k][n] = bv;
-    s.C[k][n] = cv;
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    const int n = row_of(q, 32 * W), k = step_of(q, 32 * W);
+    const int t = c >= 0 ? frame_of(p, len, c * kChunk + k) : -1;
+    const bool ok = n < N && t >= 0;
+    const int64_t i = (b * N + n) * L + t;
+    r.B[q] = ok ? to_float(Bp[i]) : 0.f;
+    r.C[q] = ok ? to_float(Cp[i]) : 0.f;
+  }
+}
+
+// Writes a fetched chunk to shared memory: dt (after bias and softplus), dt*u, u, B, C; zeros
+// past the length (dt = 0: decay 1 and no input, so padding never reaches the state).
+template <int W, typename S>
+__device__ __forceinline__ void stage_chunk(const ScanParams& p, const ChunkRegs<W>& r, S& s,
+                                            int64_t d0, int c, int len) {
+#pragma unroll
+  for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+    const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
+    const bool ok = d0 + j < p.channels && frame_of(p, len, c * kChunk + k) >= 0;
+    float dt = r.delta[q] + (p.bias && ok ? p.bias[d0 + j] : 0.f);
+    if (p.softplus) dt = softplus(dt);
+    dt = ok ? dt : 0.f;
+    s.dt[k][j] = dt;
+    s.dtu[k][j] = dt * r.u[q];
+    s.u[k][j] = r.u[q];
+  }
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    const int n = row_of(q, 32 * W), k = step_of(q, 32 * W);
+    s.B[k][n] = r.B[q];
+    s.C[k][n] = r.C[q];
   }
 }
 
@@ -156,10 +191,14 @@ __global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, Scan
   for (int i = 0; i < kStates; ++i) h[i] = 0.f;
   const T* z = static_cast<const T*>(p.z);
   T* out = static_cast<T*>(io.out);
+  (void)A;
   const int chunks = (len + kChunk - 1) / kChunk;
+  ChunkRegs<W> cur, next;
+  fetch_chunk<T, W>(p, nullptr, b, d0, 0, len, cur);
   for (int c = 0; c < chunks; ++c) {
-    load_chunk<T>(p, s, b, d0, c, len);
+    stage_chunk<W>(p, cur, s, d0, c, len);
     __syncthreads();
+    fetch_chunk<T, W>(p, nullptr, b, d0, c + 1 < chunks ? c + 1 : -1, len, next);
 #pragma unroll
     for (int k = 0; k < kChunk; ++k) {
       const float dt = s.dt[k][lane], dtu = s.dtu[k][lane];
@@ -180,21 +219,19 @@ __global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, Scan
       }
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < kRows * kChunk; e += blockDim.x) {
-      const int j = e / kChunk, k = e % kChunk;
+#pragma unroll
+    for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+      const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
       const int t = frame_of(p, len, c * kChunk + k);
       if (d0 + j >= Dn || t < 0) continue;
       float y = p.D ? p.D[d0 + j] * s.u[k][j] : 0.f;
 #pragma unroll
       for (int v = 0; v < W; ++v) y += s.yp[k][v][j];
-      const int64_t i = (b * Dn + d0 + j) * L + t;
-      if (z != nullptr) {
-        const float zv = to_float(z[i]);
-        y *= zv * sigmoid(zv);
-      }
-      out[i] = from_float<T>(y);
+      if (z != nullptr) y *= cur.z[q] * sigmoid(cur.z[q]);
+      out[(b * Dn + d0 + j) * L + t] = from_float<T>(y);
     }
     __syncthreads();
+    cur = next;
   }
   zero_padding(p, out, b, d0, len);
 }
@@ -221,14 +258,10 @@ __device__ __forceinline__ float warp_sum8(const float (&v)[8], int lane) {
   return r;
 }
 
-// Recomputes chunk c's states from the checkpoint (kept in registers: hs) and the per-warp
-// partial outputs (s.pa).
-template <int W>
-__device__ __forceinline__ void recompute_chunk(const ScanParams& p, const float* checkpoints,
-                                                BwdSmem<W>& s, int64_t b, int64_t d, int c,
-                                                const float* A2, float* h0,
-                                                float (&hs)[kChunk][kStates]) {
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+// The state at the start of chunk c (the checkpoint after chunk c - 1; zeros for c = 0).
+__device__ __forceinline__ void load_start_state(const ScanParams& p, const float* checkpoints,
+                                                 int64_t b, int64_t d, int c, float* h0) {
+  const int w = threadIdx.x >> 5;
 #pragma unroll
   for (int i = 0; i < kStates; ++i) {
     const int n = w * kStates + i;
@@ -236,6 +269,14 @@ __device__ __forceinline__ void recompute_chunk(const ScanParams& p, const float
                 ? checkpoints[checkpoint_index(p, b, c - 1, n, d)]
                 : 0.f;
   }
+}
+
+// Recomputes a chunk's states from its start state h0 (kept in registers: hs) and the per-warp
+// partial outputs (s.pa).
+template <int W>
+__device__ __forceinline__ void recompute_chunk(BwdSmem<W>& s, const float* A2, const float* h0,
+                                                float (&hs)[kChunk][kStates]) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
 #pragma unroll
   for (int k = 0; k < kChunk; ++k) {
     const float dt = s.dt[k][lane], dtu = s.dtu[k][lane];
@@ -317,19 +358,23 @@ __global__ void __launch_bounds__(32 * W) scan_backward_kernel(ScanParams p, Sca
   float dD = 0.f;
   if (threadIdx.x < kRows) s.dbias[threadIdx.x] = 0.f;
   const T* dout = static_cast<const T*>(io.dout);
-  const T* z = static_cast<const T*>(p.z);
-  for (int c = (len + kChunk - 1) / kChunk - 1; c >= 0; --c) {
-    load_chunk<T>(p, s, b, d0, c, len);
-    for (int e = threadIdx.x; e < kRows * kChunk; e += blockDim.x) {
-      const int j = e / kChunk, k = e % kChunk;
-      const int t = frame_of(p, len, c * kChunk + k);
-      const bool ok = d0 + j < Dn && t >= 0;
-      const int64_t i = (b * Dn + d0 + j) * L + t;
-      s.dy[k][j] = ok ? to_float(dout[i]) : 0.f;
-      s.z[k][j] = ok && z ? to_float(z[i]) : 0.f;
+  ChunkRegs<W> cur, next;
+  float h0_next[kStates];
+  const int last = (len + kChunk - 1) / kChunk - 1;
+  fetch_chunk<T, W>(p, dout, b, d0, last, len, cur);
+  load_start_state(p, io.checkpoints, b, d, last, h0);
+  for (int c = last; c >= 0; --c) {
+    stage_chunk<W>(p, cur, s, d0, c, len);
+#pragma unroll
+    for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+      const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
+      s.dy[k][j] = cur.dout[q];
+      s.z[k][j] = cur.z[q];
     }
     __syncthreads();
-    recompute_chunk<W>(p, io.checkpoints, s, b, d, c, A2, h0, hs);
+    fetch_chunk<T, W>(p, dout, b, d0, c - 1, len, next);
+    load_start_state(p, io.checkpoints, b, d, c - 1, h0_next);
+    recompute_chunk<W>(s, A2, h0, hs);
     __syncthreads();
     gate_backward<T, W>(p, io, s, b, d0, c, len);
     __syncthreads();
@@ -363,6 +408,9 @@ __global__ void __launch_bounds__(32 * W) scan_backward_kernel(ScanParams p, Sca
     __syncthreads();
     input_grads<T, W>(p, io, s, b, d0, c, len);
     __syncthreads();
+    cur = next;
+#pragma unroll
+    for (int i = 0; i < kStates; ++i) h0[i] = h0_next[i];
   }
   if (d < Dn) {
 #pragma unroll
@@ -386,7 +434,8 @@ __global__ void reduce_dBC_kernel(ScanParams p, ScanBackwardIO io, int blocks) {
   const int64_t L = p.time, N = p.state;
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= p.batch * N * L) return;
-  const int64_t t = idx % L, n = (idx / L) % N, b = idx / (N * L);
+  // Consecutive threads read consecutive states of one frame (coalesced partials).
+  const int64_t n = idx % N, t = (idx / N) % L, b = idx / (N * L);
   float sum[2] = {0.f, 0.f};
   if (t < p.lengths[b]) {
     for (int k = 0; k < blocks; ++k) {
@@ -395,8 +444,9 @@ __global__ void reduce_dBC_kernel(ScanParams p, ScanBackwardIO io, int blocks) {
       sum[1] += part[(L + t) * N + n];
     }
   }
-  static_cast<T*>(io.dB)[idx] = from_float<T>(sum[0]);
-  static_cast<T*>(io.dC)[idx] = from_float<T>(sum[1]);
+  const int64_t o = (b * N + n) * L + t;
+  static_cast<T*>(io.dB)[o] = from_float<T>(sum[0]);
+  static_cast<T*>(io.dC)[o] = from_float<T>(sum[1]);
 }
 
 int warps_for(int64_t state) {
