@@ -1,6 +1,7 @@
 // lib/ops/selective_scan.cpp
 // Entry point of the selective scan: checks the arguments, then runs the fused CPU kernel
-// (selective_scan_cpu.cpp) as a custom autograd Function; other devices use the reference.
+// (selective_scan_cpu.cpp) or, for CUDA tensors, the CUDA kernels, as custom autograd Functions;
+// anything else uses the reference.
 #include "ops/selective_scan.h"
 
 #include <torch/torch.h>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "ops/selective_scan_cpu.h"
+#include "ops/selective_scan_cuda.h"
 
 namespace masr::ops {
 namespace {
@@ -233,8 +235,11 @@ at::Tensor selective_scan(const at::Tensor& u, const at::Tensor& delta, const at
                           const at::Tensor& z, const at::Tensor& delta_bias,
                           const at::Tensor& lengths, const ScanOptions& options) {
   check_arguments(u, delta, A, B, C, D, z, delta_bias, lengths);
+  if (cuda_scan_supports(u, A)) {
+    return selective_scan_cuda(u, delta, A, B, C, D, z, delta_bias, lengths, options);
+  }
   if (!u.device().is_cpu()) {
-    // No fused kernel for this device yet: the reference is correct, only slower.
+    // No fused kernel for this device or dtype (float64, state > 64): the reference is correct.
     return selective_scan_reference(u, delta, A, B, C, D, z, delta_bias, lengths, options);
   }
   // Absent tensors go in as nullopt: LibTorch's custom Functions reject undefined tensor inputs.

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <unistd.h>
+
 #include "nn/attention.h"
 #include "nn/conv_frontend.h"
 #include "nn/mamba.h"

@@ -1,0 +1,558 @@
+// lib/ops/selective_scan_cuda_kernels.cu
+// CUDA selective scan, forward and backward: one block per (utterance, 32 channels), one lane per
+// channel, one warp per group of 4 states; time in chunks of kChunk steps (docs/kernels.md).
+//
+// Per chunk the block stages delta (after bias and softplus), delta*u, u, B and C in shared
+// memory, each warp runs the recurrence of its 4 states for its 32 channels in registers, and the
+// per-frame sums over states and the z gating are done by the whole block. Padding frames get
+// delta = 0 (decay 1, no input), so they never touch the state. The backward pass walks chunks
+// last to first from the forward's checkpoints and reduces dB/dC over channels without atomics
+// (warp shuffles, then one partial per block, then a fixed-order sum): results are bitwise
+// reproducible.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "ops/selective_scan_cuda_kernels.h"
+
+namespace masr::ops::cuda {
+namespace {
+
+constexpr int kChunk = 16;  // steps per chunk; also the checkpoint interval
+constexpr int kRows = 32;   // channels per block (one per lane)
+constexpr int kStates = 4;  // states per thread
+constexpr int kMaxWarps = 16;
+constexpr int kPitch =
+    kRows + 1;  // odd pitch: column writes by consecutive steps hit distinct banks
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// 2^x in one MUFU instruction (relative error ~2^-22).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// torch.nn.functional.softplus with threshold 20.
+__device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
+__device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+template <int W>
+struct FwdSmem {
+  float dt[kChunk][kPitch], dtu[kChunk][kPitch], u[kChunk][kPitch];
+  float B[kChunk][W * kStates], C[kChunk][W * kStates];
+  float yp[kChunk][W][kPitch];  // per-warp partial sums over states
+};
+
+template <int W>
+struct BwdSmem {
+  float dt[kChunk][kPitch], dtu[kChunk][kPitch], u[kChunk][kPitch];
+  float dy[kChunk][kPitch], z[kChunk][kPitch];
+  float B[kChunk][W * kStates], C[kChunk][W * kStates];
+  float pa[kChunk][W][kPitch];  // partial y (recompute), then partial sum_n dh*h*a*A
+  float pb[kChunk][W][kPitch];  // partial sum_n dh*B
+  float dbias[kRows];
+};
+
+// Where step `step` of utterance b lies in time, or -1 past its length.
+__device__ __forceinline__ int frame_of(const ScanParams& p, int len, int step) {
+  if (step >= len) return -1;
+  return p.reverse ? len - 1 - step : step;
+}
+
+// One thread's share of a chunk, raw from global memory: element q is (row j, step k) with
+// j * kChunk + k = threadIdx.x + q * blockDim.x; B/C element q is (state n, step k) likewise.
+// Fetched one chunk ahead so that the loads are in flight while the current chunk is scanned.
+template <int W>
+struct ChunkRegs {
+  static constexpr int kPer = kRows * kChunk / (32 * W);
+  float u[kPer], delta[kPer], z[kPer], dout[kPer];
+  float B[2], C[2];  // W * kStates * kChunk / (32 * W) = 2
+};
+
+__device__ __forceinline__ int row_of(int q, int threads) {
+  return (threadIdx.x + q * threads) / kChunk;
+}
+__device__ __forceinline__ int step_of(int q, int threads) {
+  return (threadIdx.x + q * threads) % kChunk;
+}
+
+template <typename T, int W>
+__device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, int64_t b,
+                                            int64_t d0, int c, int len, ChunkRegs<W>& r) {
+  const int64_t L = p.time, Dn = p.channels;
+  const int N = static_cast<int>(p.state);
+  const T* u = static_cast<const T*>(p.u);
+  const T* delta = static_cast<const T*>(p.delta);
+  const T* z = static_cast<const T*>(p.z);
+#pragma unroll
+  for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+    const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
+    const int t = c >= 0 ? frame_of(p, len, c * kChunk + k) : -1;
+    const bool ok = d0 + j < Dn && t >= 0;
+    const int64_t i = (b * Dn + d0 + j) * L + t;
+    r.u[q] = ok ? to_float(u[i]) : 0.f;
+    r.delta[q] = ok ? to_float(delta[i]) : 0.f;
+    r.z[q] = ok && z ? to_float(z[i]) : 0.f;
+    r.dout[q] = ok && dout ? to_float(dout[i]) : 0.f;
+  }
+  const T* Bp = static_cast<const T*>(p.B);
+  const T* Cp = static_cast<const T*>(p.C);
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    const int n = row_of(q, 32 * W), k = step_of(q, 32 * W);
+    const int t = c >= 0 ? frame_of(p, len, c * kChunk + k) : -1;
+    const bool ok = n < N && t >= 0;
+    const int64_t i = (b * N + n) * L + t;
+    r.B[q] = ok ? to_float(Bp[i]) : 0.f;
+    r.C[q] = ok ? to_float(Cp[i]) : 0.f;
+  }
+}
+
+// Writes a fetched chunk to shared memory: dt (after bias and softplus), dt*u, u, B, C; zeros
+// past the length (dt = 0: decay 1 and no input, so padding never reaches the state).
+template <int W, typename S>
+__device__ __forceinline__ void stage_chunk(const ScanParams& p, const ChunkRegs<W>& r, S& s,
+                                            int64_t d0, int c, int len) {
+#pragma unroll
+  for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+    const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
+    const bool ok = d0 + j < p.channels && frame_of(p, len, c * kChunk + k) >= 0;
+    float dt = r.delta[q] + (p.bias && ok ? p.bias[d0 + j] : 0.f);
+    if (p.softplus) dt = softplus(dt);
+    dt = ok ? dt : 0.f;
+    s.dt[k][j] = dt;
+    s.dtu[k][j] = dt * r.u[q];
+    s.u[k][j] = r.u[q];
+  }
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    const int n = row_of(q, 32 * W), k = step_of(q, 32 * W);
+    s.B[k][n] = r.B[q];
+    s.C[k][n] = r.C[q];
+  }
+}
+
+// A * log2(e) (for exp2) and A of this thread's states; 0 for padded states and channels.
+__device__ __forceinline__ void load_A(const ScanParams& p, int64_t d, int w, float* A, float* A2) {
+#pragma unroll
+  for (int i = 0; i < kStates; ++i) {
+    const int n = w * kStates + i;
+    A[i] = (d < p.channels && n < p.state) ? p.A[d * p.state + n] : 0.f;
+    A2[i] = A[i] * kLog2e;
+  }
+}
+
+__device__ __forceinline__ int64_t checkpoint_index(const ScanParams& p, int64_t b, int c, int n,
+                                                    int64_t d) {
+  const int64_t chunks = (p.time + kChunk - 1) / kChunk;
+  return ((b * chunks + c) * p.state + n) * p.channels + d;
+}
+
+// Zeros frames [len, time) of rows d0..d0+31 of utterance b in x.
+template <typename T>
+__device__ void zero_padding(const ScanParams& p, T* x, int64_t b, int64_t d0, int len) {
+  if (x == nullptr) return;
+  const int pad = static_cast<int>(p.time) - len;
+  for (int e = threadIdx.x; e < kRows * pad; e += blockDim.x) {
+    const int64_t d = d0 + e / pad;
+    if (d < p.channels) x[(b * p.channels + d) * p.time + len + e % pad] = from_float<T>(0.f);
+  }
+}
+
+template <typename T, int W>
+__global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, ScanForwardIO io) {
+  extern __shared__ float4 smem_raw[];
+  FwdSmem<W>& s = *reinterpret_cast<FwdSmem<W>*>(smem_raw);
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int64_t b = blockIdx.y, d0 = int64_t(blockIdx.x) * kRows, d = d0 + lane;
+  const int len = static_cast<int>(p.lengths[b]);
+  const int64_t L = p.time, Dn = p.channels;
+  float A[kStates], A2[kStates], h[kStates];
+  load_A(p, d, w, A, A2);
+#pragma unroll
+  for (int i = 0; i < kStates; ++i) h[i] = 0.f;
+  const T* z = static_cast<const T*>(p.z);
+  T* out = static_cast<T*>(io.out);
+  (void)A;
+  const int chunks = (len + kChunk - 1) / kChunk;
+  ChunkRegs<W> cur, next;
+  fetch_chunk<T, W>(p, nullptr, b, d0, 0, len, cur);
+  for (int c = 0; c < chunks; ++c) {
+    stage_chunk<W>(p, cur, s, d0, c, len);
+    __syncthreads();
+    fetch_chunk<T, W>(p, nullptr, b, d0, c + 1 < chunks ? c + 1 : -1, len, next);
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) {
+      const float dt = s.dt[k][lane], dtu = s.dtu[k][lane];
+      float y = 0.f;
+#pragma unroll
+      for (int i = 0; i < kStates; ++i) {
+        const int n = w * kStates + i;
+        h[i] = fmaf(exp2_approx(dt * A2[i]), h[i], dtu * s.B[k][n]);
+        y = fmaf(s.C[k][n], h[i], y);
+      }
+      s.yp[k][w][lane] = y;
+    }
+    if (io.checkpoints != nullptr && d < Dn) {
+#pragma unroll
+      for (int i = 0; i < kStates; ++i) {
+        const int n = w * kStates + i;
+        if (n < p.state) io.checkpoints[checkpoint_index(p, b, c, n, d)] = h[i];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+      const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
+      const int t = frame_of(p, len, c * kChunk + k);
+      if (d0 + j >= Dn || t < 0) continue;
+      float y = p.D ? p.D[d0 + j] * s.u[k][j] : 0.f;
+#pragma unroll
+      for (int v = 0; v < W; ++v) y += s.yp[k][v][j];
+      if (z != nullptr) y *= cur.z[q] * sigmoid(cur.z[q]);
+      out[(b * Dn + d0 + j) * L + t] = from_float<T>(y);
+    }
+    __syncthreads();
+    cur = next;
+  }
+  zero_padding(p, out, b, d0, len);
+}
+
+// Sums 8 values over the 32 lanes of a warp with 9 shuffles (reduce-scatter, then all-reduce):
+// lane l ends with the total of value ((l >> 2) & 7). The order is fixed: deterministic.
+__device__ __forceinline__ float warp_sum8(const float (&v)[8], int lane) {
+  float a[4], b2[2];
+  const bool hi16 = lane & 16, hi8 = lane & 8, hi4 = lane & 4;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const float send = hi16 ? v[q] : v[q + 4], keep = hi16 ? v[q + 4] : v[q];
+    a[q] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
+  }
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    const float send = hi8 ? a[q] : a[q + 2], keep = hi8 ? a[q + 2] : a[q];
+    b2[q] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+  }
+  const float send = hi4 ? b2[0] : b2[1], keep = hi4 ? b2[1] : b2[0];
+  float r = keep + __shfl_xor_sync(0xffffffffu, send, 4);
+  r += __shfl_xor_sync(0xffffffffu, r, 2);
+  r += __shfl_xor_sync(0xffffffffu, r, 1);
+  return r;
+}
+
+// The state at the start of chunk c (the checkpoint after chunk c - 1; zeros for c = 0).
+__device__ __forceinline__ void load_start_state(const ScanParams& p, const float* checkpoints,
+                                                 int64_t b, int64_t d, int c, float* h0) {
+  const int w = threadIdx.x >> 5;
+#pragma unroll
+  for (int i = 0; i < kStates; ++i) {
+    const int n = w * kStates + i;
+    h0[i] = (c > 0 && d < p.channels && n < p.state)
+                ? checkpoints[checkpoint_index(p, b, c - 1, n, d)]
+                : 0.f;
+  }
+}
+
+// Recomputes a chunk's states from its start state h0 (kept in registers: hs) and the per-warp
+// partial outputs (s.pa).
+template <int W>
+__device__ __forceinline__ void recompute_chunk(BwdSmem<W>& s, const float* A2, const float* h0,
+                                                float (&hs)[kChunk][kStates]) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < kChunk; ++k) {
+    const float dt = s.dt[k][lane], dtu = s.dtu[k][lane];
+    float y = 0.f;
+#pragma unroll
+    for (int i = 0; i < kStates; ++i) {
+      const int n = w * kStates + i;
+      const float prev = k ? hs[k - 1][i] : h0[i];
+      hs[k][i] = fmaf(exp2_approx(dt * A2[i]), prev, dtu * s.B[k][n]);
+      y = fmaf(s.C[k][n], hs[k][i], y);
+    }
+    s.pa[k][w][lane] = y;
+  }
+}
+
+// dout -> dy (and dz) with the recomputed pre-gate output y.
+template <typename T, int W>
+__device__ void gate_backward(const ScanParams& p, const ScanBackwardIO& io, BwdSmem<W>& s,
+                              int64_t b, int64_t d0, int c, int len) {
+  for (int e = threadIdx.x; e < kRows * kChunk; e += blockDim.x) {
+    const int j = e / kChunk, k = e % kChunk;
+    const int t = frame_of(p, len, c * kChunk + k);
+    if (d0 + j >= p.channels || t < 0 || p.z == nullptr) continue;
+    float y = p.D ? p.D[d0 + j] * s.u[k][j] : 0.f;
+#pragma unroll
+    for (int v = 0; v < W; ++v) y += s.pa[k][v][j];
+    const float zv = s.z[k][j], dout = s.dy[k][j], sg = sigmoid(zv);
+    static_cast<T*>(io.dz)[(b * p.channels + d0 + j) * p.time + t] =
+        from_float<T>(dout * y * sg * (1.f + zv * (1.f - sg)));
+    s.dy[k][j] = dout * zv * sg;
+  }
+}
+
+// du, ddelta and the per-row d(delta_bias) from the per-warp partial sums.
+template <typename T, int W>
+__device__ void input_grads(const ScanParams& p, const ScanBackwardIO& io, BwdSmem<W>& s, int64_t b,
+                            int64_t d0, int c, int len) {
+  for (int e = threadIdx.x; e < kRows * kChunk; e += blockDim.x) {
+    const int j = e / kChunk, k = e % kChunk;
+    const int t = frame_of(p, len, c * kChunk + k);
+    float ddelta = 0.f;
+    if (d0 + j < p.channels && t >= 0) {
+      float sa = 0.f, sb = 0.f;
+#pragma unroll
+      for (int v = 0; v < W; ++v) {
+        sa += s.pa[k][v][j];
+        sb += s.pb[k][v][j];
+      }
+      const float dt = s.dt[k][j], u = s.u[k][j];
+      const float du = (p.D ? p.D[d0 + j] * s.dy[k][j] : 0.f) + sb * dt;
+      ddelta = sa + sb * u;
+      // softplus'(x) = sigmoid(x) = 1 - exp(-softplus(x)).
+      if (p.softplus) ddelta *= -expm1f(-dt);
+      const int64_t i = (b * p.channels + d0 + j) * p.time + t;
+      static_cast<T*>(io.du)[i] = from_float<T>(du);
+      static_cast<T*>(io.ddelta)[i] = from_float<T>(ddelta);
+    }
+    // A row's kChunk (16) frames sit in 16 consecutive lanes: sum them in a fixed order.
+#pragma unroll
+    for (int o = kChunk / 2; o > 0; o /= 2) ddelta += __shfl_xor_sync(0xffffffffu, ddelta, o);
+    if (k == 0) s.dbias[j] += ddelta;
+  }
+}
+
+template <typename T, int W>
+__global__ void __launch_bounds__(32 * W) scan_backward_kernel(ScanParams p, ScanBackwardIO io) {
+  extern __shared__ float4 smem_raw[];
+  BwdSmem<W>& s = *reinterpret_cast<BwdSmem<W>*>(smem_raw);
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int64_t b = blockIdx.y, d0 = int64_t(blockIdx.x) * kRows, d = d0 + lane;
+  const int len = static_cast<int>(p.lengths[b]);
+  const int64_t L = p.time, Dn = p.channels;
+  const int N = static_cast<int>(p.state), blocks = gridDim.x;
+  float A[kStates], A2[kStates], g[kStates], dA[kStates], h0[kStates];
+  float hs[kChunk][kStates];
+  load_A(p, d, w, A, A2);
+#pragma unroll
+  for (int i = 0; i < kStates; ++i) g[i] = dA[i] = 0.f;
+  float dD = 0.f;
+  if (threadIdx.x < kRows) s.dbias[threadIdx.x] = 0.f;
+  const T* dout = static_cast<const T*>(io.dout);
+  ChunkRegs<W> cur, next;
+  float h0_next[kStates];
+  const int last = (len + kChunk - 1) / kChunk - 1;
+  fetch_chunk<T, W>(p, dout, b, d0, last, len, cur);
+  load_start_state(p, io.checkpoints, b, d, last, h0);
+  for (int c = last; c >= 0; --c) {
+    stage_chunk<W>(p, cur, s, d0, c, len);
+#pragma unroll
+    for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+      const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
+      s.dy[k][j] = cur.dout[q];
+      s.z[k][j] = cur.z[q];
+    }
+    __syncthreads();
+    fetch_chunk<T, W>(p, dout, b, d0, c - 1, len, next);
+    load_start_state(p, io.checkpoints, b, d, c - 1, h0_next);
+    recompute_chunk<W>(s, A2, h0, hs);
+    __syncthreads();
+    gate_backward<T, W>(p, io, s, b, d0, c, len);
+    __syncthreads();
+#pragma unroll
+    for (int k = kChunk - 1; k >= 0; --k) {
+      const float dt = s.dt[k][lane], dtu = s.dtu[k][lane], dy = s.dy[k][lane];
+      float sa = 0.f, sb = 0.f, v[8];
+#pragma unroll
+      for (int i = 0; i < kStates; ++i) {
+        const int n = w * kStates + i;
+        const float a = exp2_approx(dt * A2[i]);
+        const float dh = fmaf(dy, s.C[k][n], g[i]);
+        const float dlog = dh * (k ? hs[k - 1][i] : h0[i]) * a;  // d loss / d (dt * A)
+        sa = fmaf(dlog, A[i], sa);
+        dA[i] = fmaf(dlog, dt, dA[i]);
+        sb = fmaf(dh, s.B[k][n], sb);
+        v[i] = dh * dtu;
+        v[kStates + i] = dy * hs[k][i];
+        g[i] = a * dh;
+      }
+      s.pa[k][w][lane] = sa;
+      s.pb[k][w][lane] = sb;
+      if (w == 0) dD = fmaf(dy, s.u[k][lane], dD);
+      const float total = warp_sum8(v, lane);
+      const int t = frame_of(p, len, c * kChunk + k);
+      const int which = (lane >> 4) & 1, n = w * kStates + ((lane >> 2) & 3);
+      if ((lane & 3) == 0 && t >= 0 && n < N) {
+        io.workspace[(((b * blocks + blockIdx.x) * 2 + which) * L + t) * N + n] = total;
+      }
+    }
+    __syncthreads();
+    input_grads<T, W>(p, io, s, b, d0, c, len);
+    __syncthreads();
+    cur = next;
+#pragma unroll
+    for (int i = 0; i < kStates; ++i) h0[i] = h0_next[i];
+  }
+  if (d < Dn) {
+#pragma unroll
+    for (int i = 0; i < kStates; ++i) {
+      const int n = w * kStates + i;
+      if (n < N) io.dA_rows[(b * Dn + d) * N + n] = dA[i];
+    }
+    if (w == 0) {
+      io.dD_rows[b * Dn + d] = dD;
+      io.dbias_rows[b * Dn + d] = s.dbias[lane];
+    }
+  }
+  zero_padding(p, static_cast<T*>(io.du), b, d0, len);
+  zero_padding(p, static_cast<T*>(io.ddelta), b, d0, len);
+  zero_padding(p, static_cast<T*>(io.dz), b, d0, len);
+}
+
+// dB, dC (batch, state, time) = the fixed-order sum of the blocks' partials; zero past lengths.
+template <typename T>
+__global__ void reduce_dBC_kernel(ScanParams p, ScanBackwardIO io, int blocks) {
+  const int64_t L = p.time, N = p.state;
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= p.batch * N * L) return;
+  // Consecutive threads read consecutive states of one frame (coalesced partials).
+  const int64_t n = idx % N, t = (idx / N) % L, b = idx / (N * L);
+  float sum[2] = {0.f, 0.f};
+  if (t < p.lengths[b]) {
+    for (int k = 0; k < blocks; ++k) {
+      const float* part = io.workspace + ((b * blocks + k) * 2) * L * N;
+      sum[0] += part[t * N + n];
+      sum[1] += part[(L + t) * N + n];
+    }
+  }
+  const int64_t o = (b * N + n) * L + t;
+  static_cast<T*>(io.dB)[o] = from_float<T>(sum[0]);
+  static_cast<T*>(io.dC)[o] = from_float<T>(sum[1]);
+}
+
+int warps_for(int64_t state) {
+  int w = 1;
+  while (w * kStates < state) w *= 2;
+  return w;
+}
+
+template <typename T, int W>
+cudaError_t launch_forward(const ScanParams& p, const ScanForwardIO& io, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((p.channels + kRows - 1) / kRows),
+                  static_cast<unsigned>(p.batch));
+  const int smem = sizeof(FwdSmem<W>);
+  auto kernel = scan_forward_kernel<T, W>;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, 32 * W, smem, stream>>>(p, io);
+  return cudaGetLastError();
+}
+
+template <typename T, int W>
+cudaError_t launch_backward(const ScanParams& p, const ScanBackwardIO& io, cudaStream_t stream) {
+  const int blocks = static_cast<int>((p.channels + kRows - 1) / kRows);
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(p.batch));
+  const int smem = sizeof(BwdSmem<W>);
+  auto kernel = scan_backward_kernel<T, W>;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, 32 * W, smem, stream>>>(p, io);
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  const int64_t total = p.batch * p.state * p.time;
+  const int threads = 256;
+  reduce_dBC_kernel<T>
+      <<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, stream>>>(p, io,
+                                                                                       blocks);
+  return cudaGetLastError();
+}
+
+template <typename T, typename IO, typename Launch>
+cudaError_t by_warps(const ScanParams& p, Launch&& launch) {
+  switch (warps_for(p.state)) {
+    case 1:
+      return launch(std::integral_constant<int, 1>{});
+    case 2:
+      return launch(std::integral_constant<int, 2>{});
+    case 4:
+      return launch(std::integral_constant<int, 4>{});
+    case 8:
+      return launch(std::integral_constant<int, 8>{});
+    default:
+      return launch(std::integral_constant<int, kMaxWarps>{});
+  }
+}
+
+template <typename T>
+cudaError_t forward_typed(const ScanParams& p, const ScanForwardIO& io, cudaStream_t stream) {
+  return by_warps<T, ScanForwardIO>(
+      p, [&](auto w) { return launch_forward<T, decltype(w)::value>(p, io, stream); });
+}
+
+template <typename T>
+cudaError_t backward_typed(const ScanParams& p, const ScanBackwardIO& io, cudaStream_t stream) {
+  return by_warps<T, ScanBackwardIO>(
+      p, [&](auto w) { return launch_backward<T, decltype(w)::value>(p, io, stream); });
+}
+
+const char* error_text(cudaError_t err) {
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+}  // namespace
+
+int scan_max_state() { return kMaxWarps * kStates; }
+
+int64_t scan_checkpoint_floats(const ScanParams& p) {
+  return p.batch * ((p.time + kChunk - 1) / kChunk) * p.state * p.channels;
+}
+
+int64_t scan_workspace_floats(const ScanParams& p) {
+  return p.batch * ((p.channels + kRows - 1) / kRows) * 2 * p.time * p.state;
+}
+
+const char* scan_forward(const ScanParams& p, const ScanForwardIO& io, void* stream) {
+  if (p.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (p.dtype) {
+    case ScanDtype::kFloat32:
+      return error_text(forward_typed<float>(p, io, s));
+    case ScanDtype::kFloat16:
+      return error_text(forward_typed<__half>(p, io, s));
+    default:
+      return error_text(forward_typed<__nv_bfloat16>(p, io, s));
+  }
+}
+
+const char* scan_backward(const ScanParams& p, const ScanBackwardIO& io, void* stream) {
+  if (p.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (p.dtype) {
+    case ScanDtype::kFloat32:
+      return error_text(backward_typed<float>(p, io, s));
+    case ScanDtype::kFloat16:
+      return error_text(backward_typed<__half>(p, io, s));
+    default:
+      return error_text(backward_typed<__nv_bfloat16>(p, io, s));
+  }
+}
+
+}  // namespace masr::ops::cuda

@@ -1,0 +1,65 @@
+// lib/ops/selective_scan_cuda_kernels.h
+// Raw-pointer interface of the CUDA selective-scan kernels (selective_scan_cuda_kernels.cu). Needs
+// no CUDA or LibTorch header, so the kernel file builds with nvcc alone (a CI compile check).
+#pragma once
+
+#include <cstdint>
+
+namespace masr::ops::cuda {
+
+enum class ScanDtype { kFloat32, kFloat16, kBFloat16 };
+
+// Device pointers, all contiguous. u, delta, z: (batch, channels, time) in `dtype`; B, C:
+// (batch, state, time) in `dtype`; A: (channels, state) float; D, bias: (channels) float;
+// lengths: (batch) int64 in [0, time]. z, D and bias may be null.
+struct ScanParams {
+  int64_t batch = 0, channels = 0, time = 0, state = 0;
+  ScanDtype dtype = ScanDtype::kFloat32;
+  const void* u = nullptr;
+  const void* delta = nullptr;
+  const void* B = nullptr;
+  const void* C = nullptr;
+  const void* z = nullptr;
+  const float* A = nullptr;
+  const float* D = nullptr;
+  const float* bias = nullptr;
+  const int64_t* lengths = nullptr;
+  bool softplus = true;
+  bool reverse = false;
+};
+
+// out: (batch, channels, time) in dtype. checkpoints: null (inference) or
+// scan_checkpoint_floats() floats: the state every kScanChunk steps, read by scan_backward.
+struct ScanForwardIO {
+  void* out = nullptr;
+  float* checkpoints = nullptr;
+};
+
+// Gradients; du, ddelta, dz (null when z is): (batch, channels, time) in dtype; dB, dC:
+// (batch, state, time) in dtype; dA_rows (batch, channels, state), dD_rows and dbias_rows
+// (batch, channels): float, per utterance (the caller sums over batch). workspace:
+// scan_workspace_floats() floats for the per-block dB/dC partial sums.
+struct ScanBackwardIO {
+  const void* dout = nullptr;
+  const float* checkpoints = nullptr;
+  void* du = nullptr;
+  void* ddelta = nullptr;
+  void* dz = nullptr;
+  void* dB = nullptr;
+  void* dC = nullptr;
+  float* dA_rows = nullptr;
+  float* dD_rows = nullptr;
+  float* dbias_rows = nullptr;
+  float* workspace = nullptr;
+};
+
+// The largest state size the kernels take.
+int scan_max_state();
+int64_t scan_checkpoint_floats(const ScanParams& p);
+int64_t scan_workspace_floats(const ScanParams& p);
+
+// Launch on `stream` (a cudaStream_t). Return null, or the CUDA error's text.
+const char* scan_forward(const ScanParams& p, const ScanForwardIO& io, void* stream);
+const char* scan_backward(const ScanParams& p, const ScanBackwardIO& io, void* stream);
+
+}  // namespace masr::ops::cuda
