@@ -62,9 +62,15 @@ at::Tensor read_npy(const std::string& path) {
   std::string header(length, '\0');
   in.read(header.data(), static_cast<std::streamsize>(length));
   if (!in) bad_npy(path, "truncated header");
-  const bool f8 = header.find("'<f8'") != std::string::npos;
-  if (!f8 && header.find("'<f4'") == std::string::npos) {
-    bad_npy(path, "dtype must be '<f4' or '<f8' (header " + header + ")");
+  at::ScalarType dtype;
+  if (header.find("'<f4'") != std::string::npos) {
+    dtype = at::kFloat;
+  } else if (header.find("'<f8'") != std::string::npos) {
+    dtype = at::kDouble;
+  } else if (header.find("'<i8'") != std::string::npos) {
+    dtype = at::kLong;
+  } else {
+    bad_npy(path, "dtype must be '<f4', '<f8' or '<i8' (header " + header + ")");
   }
   if (header.find("'fortran_order': False") == std::string::npos) {
     bad_npy(path, "Fortran order is not supported");
@@ -75,9 +81,15 @@ at::Tensor read_npy(const std::string& path) {
   std::vector<int64_t> shape;
   std::istringstream dims(header.substr(open + 1, close - open - 1));
   for (std::string item; std::getline(dims, item, ',');) {
-    if (item.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(item));
+    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    try {
+      shape.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      bad_npy(path, "bad shape in header " + header);
+    }
+    if (shape.back() < 0) bad_npy(path, "negative dimension in header " + header);
   }
-  at::Tensor result = at::empty(shape, f8 ? at::kDouble : at::kFloat);
+  at::Tensor result = at::empty(shape, dtype);
   const auto bytes = static_cast<std::streamsize>(result.numel() * result.element_size());
   in.read(static_cast<char*>(result.data_ptr()), bytes);
   if (in.gcount() != bytes) bad_npy(path, "truncated data");

@@ -11,7 +11,7 @@ namespace masr::features {
 
 // Writes any float tensor as float32. Throws masr::Error (io) naming the path on failure.
 void write_npy(const std::string& path, const at::Tensor& tensor);
-// Reads '<f4' (or '<f8', converted to float32) C-order arrays; throws masr::Error naming the path
+// Reads '<f4', '<f8' or '<i8' C-order arrays as float32; throws masr::Error naming the path
 // and what is wrong (not .npy, unsupported dtype, Fortran order, truncated data).
 at::Tensor read_npy(const std::string& path);
 

@@ -84,6 +84,8 @@ TEST_CASE("global options are validated", "[cli]") {
   r = run("--threads 1 -q detect --json");
   CHECK(r.code == 0);
   CHECK_THAT(r.output, Catch::Contains("\"intra_op_threads\": 1"));
+  CHECK_THAT(r.output, Catch::Contains("\"logical_cores\""));
+  CHECK_THAT(r.output, Catch::Contains("\"device\": \"cpu\""));
 }
 
 TEST_CASE("train --dry-run resolves a file and prints YAML and a summary", "[cli]") {
