@@ -171,7 +171,8 @@ TEST_CASE("log.jsonl history and the SVG curves", "[train]") {
   TrainLogger resumed(dir.str(), dir.file("train_log.txt"), 1);  // epoch 2 is redone
   CHECK(resumed.history().size() == 1);
   const std::string text = read_file(dir.file("train_log.txt"));
-  CHECK(text.find("epoch: 1, lr: 1.00e-03, steps: 10 - train loss: 2 - valid loss: 1.5") !=
+  CHECK(text.find(
+            "epoch: 1, lr: 1.00e-03, steps: 10 - train loss: 2 - valid WER: 80, valid loss: 1.5") !=
         std::string::npos);
   const std::string svg = training_curves_svg(history, "run");
   CHECK(svg.rfind("<svg", 0) == 0);

@@ -55,9 +55,7 @@ inline void write_synth_corpus(const std::string& dir, int copies = 1) {
   std::ofstream(dir + "/valid.csv") << csv;
 }
 
-inline std::string mamba_asr_exe() {
-  return std::string(MASR_BINARY_DIR) + "/bin/mamba-asr";
-}
+inline std::string mamba_asr_exe() { return std::string(MASR_BINARY_DIR) + "/bin/mamba-asr"; }
 
 // The tiny CTC recipe on the synthetic corpus, as command-line arguments.
 inline std::string tiny_ctc_args(const std::string& corpus, const std::string& out, int epochs) {
