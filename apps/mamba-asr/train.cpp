@@ -1,11 +1,13 @@
 // apps/mamba-asr/train.cpp
 // `mamba-asr train HPARAMS [--key value ...]`: trains what an hparams file describes.
+#include <csignal>
 #include <iostream>
 
 #include "commands.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "hparams/hparams.h"
+#include "train/trainer.h"
 
 namespace masr::cli {
 namespace {
@@ -15,7 +17,21 @@ struct TrainOptions {
   std::string overrides_yaml;
   bool dry_run = false;
   bool list_classes = false;
+  bool average_only = false;
+  int64_t ckpt_every_steps = -1;
+  double ckpt_every_minutes = -1.0;
 };
+
+// SIGINT/SIGTERM ask the trainer to write a checkpoint and stop at the next optimizer step; a
+// second signal kills at once (the newest checkpoint is still there).
+volatile std::sig_atomic_t g_stop_signals = 0;
+
+void on_stop_signal(int signal) {
+  if (++g_stop_signals >= 2) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+}
 
 void print_summary(const hparams::Hparams& hp) {
   size_t built = 0;
@@ -46,7 +62,8 @@ void list_classes() {
   }
 }
 
-int run_train(const TrainOptions& options, const std::vector<std::string>& extras) {
+int run_train(const TrainOptions& options, const GlobalOptions& global,
+              const std::vector<std::string>& extras) {
   if (options.list_classes) {
     list_classes();
     return 0;
@@ -65,7 +82,23 @@ int run_train(const TrainOptions& options, const std::vector<std::string>& extra
     print_summary(hp);
     return 0;
   }
-  not_available("train", "training");
+  train::TrainRunOptions run;
+  run.quiet = global.quiet;
+  run.device = global.device;
+  run.stop_requested = [] { return g_stop_signals > 0; };
+  run.ckpt_interval_steps = options.ckpt_every_steps;
+  run.ckpt_interval_minutes = options.ckpt_every_minutes;
+  train::Trainer trainer(hp, run);
+  if (options.average_only) {
+    std::cout << trainer.average_checkpoints() << "\n";
+    return 0;
+  }
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  const train::TrainOutcome outcome = trainer.fit();
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  return outcome == train::TrainOutcome::kFinished ? 0 : 130;
 }
 
 }  // namespace
@@ -79,10 +112,15 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
       "upstream Mamba-ASR and SpeechBrain files load unchanged. Any top-level key can be\n"
       "overridden on the command line with --key value or --key=value, before references\n"
       "resolve, exactly as in SpeechBrain.\n\n"
+      "Training writes <output_folder>/{hyperparams.yaml, train_log.txt, log.jsonl,\n"
+      "training_curves.svg, save/}. It resumes from the newest checkpoint in save/ when run again\n"
+      "(after a crash, kill -9 or Ctrl-C: SIGINT/SIGTERM write a checkpoint first), and ends by\n"
+      "averaging the best avg_checkpoints checkpoints into <output_folder>/model.masr.\n\n"
       "Examples:\n"
       "  mamba-asr train hparams/S2S/conmamba_large.yaml --data_folder /data/LibriSpeech "
       "--dry-run\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --seed 7 --number_of_epochs 5\n"
+      "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --average-only\n"
       "  mamba-asr train my.yaml --overrides \"{batch_size: 8, mamba_config: {d_state: 8}}\"");
   cmd->add_option("hparams", options->hparams_file, "The hparams YAML file");
   cmd->add_flag("--dry-run", options->dry_run,
@@ -90,12 +128,18 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                 "summary (stderr); touch no data");
   cmd->add_option("--overrides", options->overrides_yaml,
                   "Overrides as a YAML mapping, e.g. \"{seed: 1, lr_adam: 0.001}\"");
+  cmd->add_flag("--average-only", options->average_only,
+                "Only average the best checkpoints in save_folder into the final model");
+  cmd->add_option("--ckpt-every-steps", options->ckpt_every_steps,
+                  "Also checkpoint every N optimizer steps (hparams ckpt_interval_steps)");
+  cmd->add_option("--ckpt-every-minutes", options->ckpt_every_minutes,
+                  "Also checkpoint every M minutes inside epochs (hparams ckpt_interval_minutes)");
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");
   add_global_options(*cmd, global);
   cmd->allow_extras();      // --key value overrides ...
   cmd->fallthrough(false);  // ... stay here instead of reaching the root's parser
-  return [options, cmd] { return run_train(*options, cmd->remaining()); };
+  return [options, cmd, &global] { return run_train(*options, global, cmd->remaining()); };
 }
 
 }  // namespace masr::cli

@@ -1,0 +1,93 @@
+// lib/train/asr_task.h
+// The modules of an ASR hparams file (compute_features, normalize, fea_augment, CNN, Transformer,
+// ctc_lin, seq_lin, model) and the recipes' forward pass and loss: train_CTC.py for CTC and
+// train_S2S.py for S2S (reference §1.1, §2.6).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "features/augment_interface.h"
+#include "features/fbank.h"
+#include "features/input_normalization.h"
+#include "hparams/hparams.h"
+#include "models/transformer_asr.h"
+#include "nn/conv_frontend.h"
+#include "nn/wrappers.h"
+#include "train/losses.h"
+
+namespace masr::train {
+
+enum class TaskKind { kCtc, kS2S };
+
+// A padded batch as the recipes' PaddedBatch gives it.
+struct AsrBatch {
+  std::vector<std::string> ids;
+  std::vector<std::string> words;         // reference transcripts
+  at::Tensor wav, wav_rel;                // (B, T) float, (B) relative lengths
+  at::Tensor tokens, tokens_rel;          // (B, U) int64 padded with 0, (B)
+  at::Tensor tokens_bos;                  // (B, U+1): [bos] + tokens
+  at::Tensor tokens_eos, tokens_eos_rel;  // (B, U+1): tokens + [eos]
+  double audio_seconds = 0.0;
+  AsrBatch to(const at::Device& device) const;
+};
+
+struct LossOptions {
+  double ctc_weight = 0.3;  // S2S only
+  double label_smoothing = 0.0;
+  int64_t blank_index = 0;
+  int64_t pad_index = 0;
+  LossReduction reduction = LossReduction::kBatchMean;
+};
+
+struct ForwardResult {
+  at::Tensor loss;    // scalar
+  at::Tensor p_ctc;   // (B', T'', V) log-probabilities
+  at::Tensor p_seq;   // (B', U+1, V), S2S only
+  at::Tensor rel;     // (B') relative lengths after augmentation
+  at::Tensor source;  // (B') input row of each output row (identity without augmentation)
+};
+
+class AsrTask {
+ public:
+  // Reads the modules from resolved hparams; a missing or mistyped entry is a config error naming
+  // the key. S2S when the file has `seq_lin`, CTC otherwise.
+  explicit AsrTask(const hparams::Hparams& hp);
+
+  TaskKind kind() const { return kind_; }
+  // The module whose state is the model checkpoint (hparams `model`, a ModuleList).
+  torch::nn::Module& model() { return *model_; }
+  const std::shared_ptr<torch::nn::Module>& model_ptr() const { return model_; }
+  features::InputNormalizationImpl& normalizer() { return *normalizer_; }
+  std::vector<at::Tensor> parameters() const { return model_->parameters(); }
+  void train(bool on);
+  void to(const at::Device& device);
+
+  // The training/validation forward pass and loss. `generator` (training only) drives the
+  // augmentation; `epoch` gates the normalization statistics (update_until_epoch).
+  ForwardResult forward(const AsrBatch& batch, bool training, int64_t epoch,
+                        at::Generator* generator, const LossOptions& options);
+
+  // Greedy CTC decoding (SB's ctc_greedy_decode): per utterance, argmax over the valid frames,
+  // repeats collapsed, blanks removed.
+  static std::vector<std::vector<int>> ctc_greedy(const at::Tensor& p_ctc, const at::Tensor& rel,
+                                                  int64_t blank);
+
+ private:
+  TaskKind kind_ = TaskKind::kCtc;
+  std::shared_ptr<features::Fbank> fbank_;
+  std::shared_ptr<features::InputNormalizationImpl> normalizer_;
+  std::shared_ptr<const features::Augmentation> augment_;  // null: none
+  std::shared_ptr<nn::ConvolutionFrontEndImpl> cnn_;
+  std::shared_ptr<models::TransformerASRImpl> transformer_;
+  std::shared_ptr<nn::SbLinearImpl> ctc_lin_;
+  std::shared_ptr<nn::SbLinearImpl> seq_lin_;
+  std::shared_ptr<torch::nn::Module> model_;
+  at::Device device_ = at::kCPU;
+};
+
+}  // namespace masr::train

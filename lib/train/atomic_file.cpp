@@ -1,0 +1,77 @@
+// lib/train/atomic_file.cpp
+// POSIX implementation of the crash-safe writes (open/write/fsync/rename).
+#include "train/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace masr::train {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& path) {
+  throw_io_error(what + " '" + path + "': " + std::strerror(errno));
+}
+
+}  // namespace
+
+void write_file_synced(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("cannot create", path);
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      fail("cannot write", path);
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("cannot fsync", path);
+  }
+  if (::close(fd) != 0) fail("cannot close", path);
+}
+
+void sync_directory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open directory", path);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) fail("cannot fsync directory", path);
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  const std::string temp =
+      (dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()))).string();
+  write_file_synced(temp, bytes);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int saved = errno;
+    std::remove(temp.c_str());
+    errno = saved;
+    fail("cannot rename '" + temp + "' to", path);
+  }
+  sync_directory(dir.string());
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) fail("cannot read", path);
+  return s.str();
+}
+
+}  // namespace masr::train

@@ -1,0 +1,100 @@
+// lib/train/losses.cpp
+// CTC, label-smoothed KL-divergence and token accuracy as SpeechBrain v1.0 computes them.
+#include "train/losses.h"
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace masr::train {
+namespace {
+
+at::Tensor absolute(const at::Tensor& rel, int64_t max_len) {
+  return (rel.to(torch::kFloat64) * static_cast<double>(max_len)).round().to(torch::kLong);
+}
+
+// (B, U) mask of the positions within each relative length (SB's length_to_mask).
+at::Tensor length_mask(const at::Tensor& rel, int64_t max_len) {
+  const at::Tensor lengths = absolute(rel, max_len).to(rel.device());
+  const at::Tensor positions =
+      torch::arange(max_len, torch::TensorOptions().dtype(torch::kLong).device(rel.device()));
+  return positions.unsqueeze(0).lt(lengths.unsqueeze(1));
+}
+
+at::Tensor reduce(const at::Tensor& summed_or_elems, int64_t batch, LossReduction reduction,
+                  const at::Tensor& count) {
+  switch (reduction) {
+    case LossReduction::kBatchMean:
+      return summed_or_elems.sum() / static_cast<double>(batch);
+    case LossReduction::kSum:
+      return summed_or_elems.sum();
+    case LossReduction::kMean:
+      return summed_or_elems.sum() / count.clamp_min(1);
+  }
+  return summed_or_elems.sum();
+}
+
+}  // namespace
+
+LossReduction parse_loss_reduction(const std::string& text, const std::string& key) {
+  if (text == "batchmean") return LossReduction::kBatchMean;
+  if (text == "mean") return LossReduction::kMean;
+  if (text == "sum") return LossReduction::kSum;
+  throw_config_error("hparams: " + key + " '" + text +
+                     "' is not a loss reduction; expected batchmean, mean or sum");
+}
+
+at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
+                    const at::Tensor& input_rel, const at::Tensor& target_rel, int64_t blank,
+                    LossReduction reduction) {
+  const at::Tensor input_lengths = absolute(input_rel, log_probs.size(1)).cpu();
+  const at::Tensor target_lengths = absolute(target_rel, targets.size(1)).cpu();
+  // SB passes reduction "sum" for batchmean and divides by the batch size afterwards; "mean"
+  // is torch's (each loss divided by its target length, then averaged).
+  const auto torch_reduction =
+      reduction == LossReduction::kMean ? at::Reduction::Mean : at::Reduction::Sum;
+  at::Tensor loss = at::ctc_loss(log_probs.transpose(0, 1).to(torch::kFloat32),
+                                 targets.cpu().to(torch::kLong).to(log_probs.device()),
+                                 input_lengths, target_lengths, blank, torch_reduction,
+                                 /*zero_infinity=*/true);
+  if (reduction == LossReduction::kBatchMean) loss = loss / static_cast<double>(targets.size(0));
+  return loss;
+}
+
+at::Tensor kldiv_loss(const at::Tensor& log_probs, const at::Tensor& targets,
+                      const at::Tensor& target_rel, double label_smoothing, int64_t pad_index,
+                      LossReduction reduction) {
+  const int64_t batch = log_probs.size(0);
+  const int64_t classes = log_probs.size(2);
+  const at::Tensor lp = log_probs.to(torch::kFloat32);
+  if (label_smoothing > 0) {
+    const at::Tensor flat = lp.reshape({-1, classes});
+    const at::Tensor flat_targets = targets.reshape({-1}).to(torch::kLong);
+    at::Tensor true_dist;
+    at::Tensor ignore;
+    {
+      torch::NoGradGuard no_grad;
+      ignore = flat_targets.eq(pad_index);
+      true_dist = torch::full_like(flat, label_smoothing / static_cast<double>(classes - 1));
+      true_dist.scatter_(1, flat_targets.masked_fill(ignore, 0).unsqueeze(1),
+                         1.0 - label_smoothing);
+    }
+    at::Tensor loss = torch::kl_div(flat, true_dist, at::Reduction::None);
+    loss = loss.masked_fill(ignore.unsqueeze(1), 0.0);
+    return reduce(loss, batch, reduction, ignore.logical_not().sum());
+  }
+  // nll_loss with SB's compute_masked_loss.
+  const at::Tensor mask = length_mask(target_rel, targets.size(1)).to(lp.dtype());
+  const at::Tensor picked = -lp.gather(2, targets.to(torch::kLong).unsqueeze(2)).squeeze(2);
+  return reduce(picked * mask, batch, reduction, mask.sum());
+}
+
+std::pair<int64_t, int64_t> token_accuracy(const at::Tensor& log_probs, const at::Tensor& targets,
+                                           const at::Tensor& target_rel) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor mask = length_mask(target_rel, targets.size(1));
+  const at::Tensor correct = log_probs.argmax(-1).eq(targets.to(torch::kLong)).logical_and(mask);
+  return {correct.sum().item<int64_t>(), mask.sum().item<int64_t>()};
+}
+
+}  // namespace masr::train

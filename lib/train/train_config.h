@@ -1,0 +1,57 @@
+// lib/train/train_config.h
+// The trainer's settings, read from an hparams file's SpeechBrain top-level keys (reference §1.2,
+// §1.3) plus a few of ours (ckpt_interval_steps, log_interval); validates and prints itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "data/sampler.h"
+#include "hparams/hparams.h"
+#include "train/losses.h"
+#include "train/noam_scheduler.h"
+#include "train/optimizer.h"
+
+namespace masr::train {
+
+struct BatchingConfig {
+  bool dynamic = true;
+  data::DynamicBatchOptions dynamic_options;
+  data::FixedBatchOptions fixed_options;
+};
+
+struct TrainConfig {
+  std::string output_folder, save_folder, train_log;
+  std::string train_csv, valid_csv;
+  int64_t number_of_epochs = 1;
+  int64_t seed = 0;
+  int64_t grad_accumulation_factor = 1;
+  double max_grad_norm = 5.0;
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (the last two on CUDA only)
+  int sample_rate = 16000;
+  int num_workers = 0;
+  BatchingConfig train_batching, valid_batching;
+  int64_t valid_search_interval = 1;
+  int64_t avg_checkpoints = 1;
+  double ckpt_interval_minutes = 0.0;  // SpeechBrain's intra-epoch checkpoints; 0: off
+  int64_t ckpt_interval_steps = 0;     // ours: every N optimizer steps; 0: off
+  int64_t log_interval = 10;           // optimizer steps between log.jsonl step records
+  // Losses and tokens.
+  double ctc_weight = 0.3;
+  double label_smoothing = 0.0;
+  LossReduction reduction = LossReduction::kBatchMean;
+  int64_t blank_index = 0, bos_index = 1, eos_index = 2, pad_index = 0;
+  int64_t output_neurons = 0;
+  std::string token_type = "unigram";
+  double character_coverage = 1.0;
+  OptimizerConfig optimizer;
+  NoamConfig scheduler;
+  bool has_scheduler = false;
+
+  void validate() const;  // config errors name the key
+  std::string to_string() const;
+};
+
+TrainConfig train_config_from(const hparams::Hparams& hp);
+
+}  // namespace masr::train

@@ -1,0 +1,161 @@
+// lib/train/train_data.cpp
+// Tokenizer bootstrap, utterance items, epoch batches and collation.
+#include "train/train_data.h"
+
+#include <filesystem>
+#include <random>
+
+#include <torch/torch.h>
+
+#include "audio/audio_reader.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "data/batch.h"
+#include "features/registration.h"
+
+namespace masr::train {
+
+uint64_t hash_string(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+uint64_t mix_seed(uint64_t seed, std::initializer_list<uint64_t> values) {
+  uint64_t h = 1469598103934665603ULL ^ seed;
+  for (uint64_t v : values) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xFF)) * 1099511628211ULL;
+  }
+  return h;
+}
+
+std::shared_ptr<text::Tokenizer> ensure_tokenizer(const hparams::Hparams& hp,
+                                                  const TrainConfig& config) {
+  if (const hparams::Value* v = hp.find("tokenizer");
+      v && v->type() == hparams::Value::Type::kObject && v->instance()->object) {
+    auto tokenizer = std::dynamic_pointer_cast<text::Tokenizer>(v->instance()->object);
+    if (tokenizer && tokenizer->loaded()) return tokenizer;
+  }
+  text::TokenizerTrainOptions options;
+  options.model_type = config.token_type;
+  options.vocab_size = static_cast<int>(config.output_neurons);
+  options.character_coverage = config.character_coverage;
+  options.bos_id = static_cast<int>(config.bos_index);
+  options.eos_id = static_cast<int>(config.eos_index);
+  options.validate();
+  const std::string prefix = (std::filesystem::path(config.save_folder) /
+                              (std::to_string(config.output_neurons) + "_" + config.token_type))
+                                 .string();
+  std::shared_ptr<text::Tokenizer> tokenizer;
+  if (std::filesystem::exists(prefix + ".model")) {
+    tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::from_file(prefix + ".model"));
+  } else {
+    MASR_LOG_INFO("train: training a %s tokenizer (%d tokens) on %s", config.token_type.c_str(),
+                  options.vocab_size, config.train_csv.c_str());
+    std::filesystem::create_directories(config.save_folder);
+    std::vector<std::string> sentences;
+    for (const auto& row : data::read_speechbrain_csv(config.train_csv).rows) {
+      sentences.push_back(row.wrd);
+    }
+    tokenizer =
+        std::make_shared<text::Tokenizer>(text::Tokenizer::train(sentences, prefix, options));
+  }
+  if (tokenizer->vocab_size() != config.output_neurons) {
+    throw_config_error("train: tokenizer '" + prefix + ".model' has " +
+                       std::to_string(tokenizer->vocab_size()) + " tokens but output_neurons is " +
+                       std::to_string(config.output_neurons));
+  }
+  return tokenizer;
+}
+
+std::shared_ptr<const audio::SpeedPerturb> speed_perturb_of(const hparams::Hparams& hp) {
+  const hparams::Value* v = hp.find("speed_perturb");
+  if (v == nullptr || v->type() != hparams::Value::Type::kObject || !v->instance()->object) {
+    return nullptr;
+  }
+  auto object = std::dynamic_pointer_cast<features::SpeedPerturbObject>(v->instance()->object);
+  if (!object) return nullptr;
+  return std::shared_ptr<const audio::SpeedPerturb>(object, &object->perturb);
+}
+
+UtteranceMaker::UtteranceMaker(std::shared_ptr<const text::Tokenizer> tokenizer, int sample_rate,
+                               std::shared_ptr<const audio::SpeedPerturb> speed_perturb,
+                               uint64_t seed)
+    : tokenizer_(std::move(tokenizer)),
+      sample_rate_(sample_rate),
+      speed_perturb_(std::move(speed_perturb)),
+      seed_(seed) {}
+
+Utterance UtteranceMaker::operator()(const data::ManifestRow& row, bool training,
+                                     int64_t epoch) const {
+  Utterance u;
+  u.id = row.id;
+  u.words = row.wrd;
+  u.samples = audio::read_audio(row.wav, sample_rate_).samples;
+  if (training && speed_perturb_) {
+    std::mt19937_64 rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), hash_string(row.id)}));
+    u.samples = (*speed_perturb_)(u.samples, rng).samples;
+  }
+  for (int id : tokenizer_->encode(row.wrd)) u.tokens.push_back(id);
+  if (u.tokens.empty()) {
+    throw_input_error(row.source + ": utterance '" + row.id + "' has no tokens (empty wrd)");
+  }
+  return u;
+}
+
+std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const BatchingConfig& config,
+                                       int64_t epoch, int rank, int world_size) {
+  std::vector<double> lengths;
+  lengths.reserve(manifest.rows.size());
+  for (const auto& row : manifest.rows) lengths.push_back(row.duration);
+  std::vector<data::Batch> all;
+  // SpeechBrain's samplers count epochs from 0 (set_epoch(epoch) with the EpochCounter's value
+  // minus one is not guaranteed upstream; we use epoch - 1 so epoch 1 is the sampler's epoch 0).
+  if (config.dynamic) {
+    data::DynamicBatchSampler sampler(lengths, config.dynamic_options, epoch - 1);
+    all = sampler.batches();
+  } else {
+    all = data::fixed_size_batches(lengths, config.fixed_options, epoch - 1);
+  }
+  if (world_size <= 1) return all;
+  std::vector<data::Batch> mine;
+  for (size_t i = static_cast<size_t>(rank); i < all.size(); i += static_cast<size_t>(world_size)) {
+    mine.push_back(all[i]);
+  }
+  return mine;
+}
+
+AsrBatch collate(std::vector<Utterance> items, int sample_rate, const TrainConfig& config) {
+  AsrBatch b;
+  std::vector<at::Tensor> wavs;
+  std::vector<std::vector<int64_t>> tokens, bos, eos;
+  for (auto& u : items) {
+    b.ids.push_back(u.id);
+    b.words.push_back(u.words);
+    b.audio_seconds += static_cast<double>(u.samples.size()) / sample_rate;
+    wavs.push_back(torch::from_blob(u.samples.data(), {static_cast<int64_t>(u.samples.size())},
+                                    torch::kFloat32)
+                       .clone());
+    tokens.push_back(u.tokens);
+    std::vector<int64_t> with_bos{config.bos_index};
+    with_bos.insert(with_bos.end(), u.tokens.begin(), u.tokens.end());
+    bos.push_back(std::move(with_bos));
+    std::vector<int64_t> with_eos = u.tokens;
+    with_eos.push_back(config.eos_index);
+    eos.push_back(std::move(with_eos));
+  }
+  const data::PaddedTensor wav = data::pad_right(wavs);
+  const data::PaddedTensor tok = data::pad_sequences(tokens, config.pad_index);
+  const data::PaddedTensor tok_bos = data::pad_sequences(bos, config.pad_index);
+  const data::PaddedTensor tok_eos = data::pad_sequences(eos, config.pad_index);
+  b.wav = wav.data;
+  b.wav_rel = wav.lengths;
+  b.tokens = tok.data;
+  b.tokens_rel = tok.lengths;
+  b.tokens_bos = tok_bos.data;
+  b.tokens_eos = tok_eos.data;
+  b.tokens_eos_rel = tok_eos.lengths;
+  return b;
+}
+
+}  // namespace masr::train

@@ -1,0 +1,67 @@
+// lib/train/train_data.h
+// The recipes' data pipeline: the tokenizer (trained first when none exists, as train_CTC.py
+// does), per-utterance items (audio read, speed perturbation, token ids), batch plans per epoch
+// (dynamic or fixed batching, sharded per data-parallel rank) and padded AsrBatches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audio/speed_perturb.h"
+#include "data/manifest.h"
+#include "data/sampler.h"
+#include "hparams/hparams.h"
+#include "text/tokenizer.h"
+#include "train/asr_task.h"
+#include "train/train_config.h"
+
+namespace masr::train {
+
+// The tokenizer for a recipe: hparams `tokenizer` when it is a loaded model; otherwise a
+// SentencePiece model `<save_folder>/<output_neurons>_<token_type>.model`, loaded when it exists
+// and else trained on the `wrd` column of train_csv (SB's SentencePiece wrapper flags).
+std::shared_ptr<text::Tokenizer> ensure_tokenizer(const hparams::Hparams& hp,
+                                                  const TrainConfig& config);
+
+struct Utterance {
+  std::string id;
+  std::string words;
+  std::vector<float> samples;
+  std::vector<int64_t> tokens;
+};
+
+// Makes items: reads the audio at sample_rate, applies speed perturbation (training), encodes
+// the words. Random choices come from (seed, epoch, utterance id), so they do not depend on the
+// worker threads nor on where a run was resumed.
+class UtteranceMaker {
+ public:
+  UtteranceMaker(std::shared_ptr<const text::Tokenizer> tokenizer, int sample_rate,
+                 std::shared_ptr<const audio::SpeedPerturb> speed_perturb, uint64_t seed);
+  Utterance operator()(const data::ManifestRow& row, bool training, int64_t epoch) const;
+
+ private:
+  std::shared_ptr<const text::Tokenizer> tokenizer_;
+  int sample_rate_;
+  std::shared_ptr<const audio::SpeedPerturb> speed_perturb_;
+  uint64_t seed_;
+};
+
+// The hparams `speed_perturb` object, or null when absent.
+std::shared_ptr<const audio::SpeedPerturb> speed_perturb_of(const hparams::Hparams& hp);
+
+// This epoch's batches (epoch >= 1), every world_size-th one from `rank` (a data-parallel rank
+// takes its own share; 0 of 1 takes all).
+std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const BatchingConfig& config,
+                                       int64_t epoch, int rank = 0, int world_size = 1);
+
+// Pads utterances into a batch: wav zero-padded, tokens padded with pad_index, [bos]+tokens and
+// tokens+[eos] built as the S2S recipe does.
+AsrBatch collate(std::vector<Utterance> items, int sample_rate, const TrainConfig& config);
+
+// Stable 64-bit mixing of a seed with more values (FNV-1a over the bytes).
+uint64_t mix_seed(uint64_t seed, std::initializer_list<uint64_t> values);
+uint64_t hash_string(const std::string& text);
+
+}  // namespace masr::train

@@ -1,0 +1,95 @@
+// lib/train/train_logger.cpp
+// Appending log lines (flushed each time: a killed run keeps what it logged).
+#include "train/train_logger.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace masr::train {
+
+std::vector<EpochRecord> read_epoch_history(const std::string& jsonl_path) {
+  std::map<int64_t, EpochRecord> by_epoch;
+  std::ifstream in(jsonl_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || j.value("kind", "") != "epoch") continue;
+    EpochRecord r;
+    r.epoch = j.value("epoch", int64_t{0});
+    r.step = j.value("step", int64_t{0});
+    r.lr = j.value("lr", 0.0);
+    r.train_loss = j.value("train_loss", 0.0);
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.value().is_number() && it.key() != "epoch" && it.key() != "step" && it.key() != "lr" &&
+          it.key() != "train_loss") {
+        r.valid[it.key()] = it.value().get<double>();
+      }
+    }
+    by_epoch[r.epoch] = r;
+  }
+  std::vector<EpochRecord> out;
+  for (auto& [epoch, record] : by_epoch) out.push_back(record);
+  return out;
+}
+
+TrainLogger::TrainLogger(std::string output_folder, std::string train_log, int64_t resume_epoch)
+    : jsonl_path_((std::filesystem::path(output_folder) / "log.jsonl").string()),
+      text_path_(std::move(train_log)) {
+  for (auto& r : read_epoch_history(jsonl_path_)) {
+    if (r.epoch <= resume_epoch) history_.push_back(r);
+  }
+}
+
+void TrainLogger::append(const std::string& path, const std::string& line) const {
+  std::ofstream out(path, std::ios::app);
+  out << line << "\n";
+  out.flush();
+  if (!out) throw_io_error("cannot append to '" + path + "'");
+}
+
+void TrainLogger::log_step(int64_t epoch, int64_t step, double train_loss, double lr,
+                           double audio_per_sec) {
+  nlohmann::json j = {{"kind", "step"}, {"epoch", epoch},
+                      {"step", step},   {"train_loss", train_loss},
+                      {"lr", lr},       {"audio_sec_per_sec", audio_per_sec}};
+  append(jsonl_path_, j.dump());
+}
+
+void TrainLogger::log_epoch(const EpochRecord& record) {
+  nlohmann::json j = {{"kind", "epoch"},
+                      {"epoch", record.epoch},
+                      {"step", record.step},
+                      {"lr", record.lr},
+                      {"train_loss", record.train_loss}};
+  for (const auto& [name, value] : record.valid) j[name] = value;
+  append(jsonl_path_, j.dump());
+  // SpeechBrain's FileTrainLogger: "epoch: 1, lr: 1.00e-03 - train loss: 2.41 - valid loss: ..."
+  char head[128];
+  std::snprintf(head, sizeof(head), "epoch: %lld, lr: %.2e, steps: %lld - train loss: %.4g",
+                static_cast<long long>(record.epoch), record.lr,
+                static_cast<long long>(record.step), record.train_loss);
+  std::string line = head;
+  const char* sep = " - ";
+  for (const auto& [name, value] : record.valid) {
+    char item[96];
+    std::snprintf(item, sizeof(item), "%svalid %s: %.4g", sep,
+                  name == "valid_loss" ? "loss" : name.c_str(), value);
+    line += item;
+    sep = ", ";
+  }
+  append(text_path_, line);
+  history_.erase(std::remove_if(history_.begin(), history_.end(),
+                                [&](const EpochRecord& r) { return r.epoch >= record.epoch; }),
+                 history_.end());
+  history_.push_back(record);
+}
+
+void TrainLogger::log_text(const std::string& line) { append(text_path_, line); }
+
+}  // namespace masr::train

@@ -1,0 +1,263 @@
+// lib/train/trainer.cpp
+// The training loop (Brain.fit with the recipes' fit_batch / evaluate_batch / on_stage_end).
+#include "train/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "data/loader.h"
+#include "features/augment_interface.h"
+#include "text/scoring.h"
+#include "train/atomic_file.h"
+#include "train/autocast.h"
+#include "train/optimizer.h"
+#include "train/train_data.h"
+#include "train/training_curves.h"
+
+namespace masr::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+at::Device pick_device(const std::string& name) {
+  if (name == "cpu") return at::kCPU;
+  if (name == "auto") return torch::cuda::is_available() ? at::Device(at::kCUDA) : at::kCPU;
+  try {
+    return at::Device(name);
+  } catch (const c10::Error&) {
+    throw_config_error("train: device '" + name + "' is not a device (cpu, cuda, cuda:N, auto)");
+  }
+}
+
+int worker_count(int requested) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(0, std::min(requested, cores));
+}
+
+}  // namespace
+
+Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
+    : hp_(hp), options_(std::move(options)), config_(train_config_from(hp)) {
+  if (options_.ckpt_interval_steps >= 0) config_.ckpt_interval_steps = options_.ckpt_interval_steps;
+  if (options_.ckpt_interval_minutes >= 0) {
+    config_.ckpt_interval_minutes = options_.ckpt_interval_minutes;
+  }
+  parallel_ = options_.parallel ? options_.parallel : std::make_shared<DataParallel>();
+  device_ = pick_device(options_.device);
+  if (device_.is_cuda() && config_.precision == "fp16") {
+    throw_config_error(
+        "train: precision fp16 needs a gradient scaler, which is not implemented; "
+        "use bf16 or fp32");
+  }
+  if (!device_.is_cuda() && config_.precision != "fp32") {
+    MASR_LOG_INFO("train: precision %s applies on CUDA only; training in fp32 on the CPU",
+                  config_.precision.c_str());
+  }
+  if (main()) {
+    fs::create_directories(config_.output_folder);
+    write_file_atomically((fs::path(config_.output_folder) / "hyperparams.yaml").string(),
+                          hp.to_yaml());
+  }
+  tokenizer_ = ensure_tokenizer(hp, config_);
+  train_set_ = data::read_speechbrain_csv(config_.train_csv);
+  if (!config_.valid_csv.empty()) valid_set_ = data::read_speechbrain_csv(config_.valid_csv);
+  task_ = std::make_unique<AsrTask>(hp);
+  asr_model_ = models::AsrModel::from_hparams(hp);
+  asr_model_->set_tokenizer(tokenizer_);
+  task_->to(device_);
+  optimizer_ = make_optimizer(config_.optimizer, task_->parameters());
+  if (config_.has_scheduler) scheduler_.emplace(config_.scheduler);
+  checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
+  progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
+  loss_options_ = {config_.ctc_weight, config_.label_smoothing, config_.blank_index,
+                   config_.pad_index, config_.reduction};
+  last_checkpoint_ = window_start_ = std::chrono::steady_clock::now();
+}
+
+Trainer::~Trainer() = default;
+
+TrainOutcome Trainer::fit() {
+  if (auto latest = checkpointer_->latest()) restore(*latest);
+  logger_ = std::make_unique<TrainLogger>(config_.output_folder, config_.train_log, pos_.epoch - 1);
+  MASR_LOG_INFO("train: %s; %zu training utterances (%.1f h), %zu validation; %s",
+                task_->kind() == TaskKind::kS2S ? "S2S" : "CTC", train_set_.size(),
+                train_set_.total_duration() / 3600, valid_set_.size(), config_.to_string().c_str());
+  while (pos_.epoch <= config_.number_of_epochs) {
+    if (!train_epoch(pos_.epoch)) return TrainOutcome::kStopped;
+    const int64_t epoch = pos_.epoch;
+    std::map<std::string, double> metrics = validate(epoch);
+    EpochRecord record{epoch, pos_.step, learning_rate(*optimizer_),
+                       epoch_loss_count_ ? epoch_loss_sum_ / epoch_loss_count_ : 0.0, metrics};
+    pos_ = {epoch + 1, 0, pos_.step};
+    epoch_loss_sum_ = 0.0, epoch_loss_count_ = 0;
+    save_checkpoint(true, metrics);
+    if (main()) {
+      logger_->log_epoch(record);
+      write_curves();
+      std::string line =
+          "epoch " + std::to_string(epoch) + ": train loss " + std::to_string(record.train_loss);
+      for (const auto& [k, v] : metrics) line += ", " + k + " " + std::to_string(v);
+      progress_->message(line);
+    }
+  }
+  if (main()) average_checkpoints();
+  return TrainOutcome::kFinished;
+}
+
+bool Trainer::train_epoch(int64_t epoch) {
+  const auto batches = epoch_batches(train_set_, config_.train_batching, epoch, parallel_->rank(),
+                                     parallel_->world_size());
+  const size_t start = static_cast<size_t>(pos_.batch);
+  if (start > batches.size()) {
+    throw_input_error("train: the checkpoint is at batch " + std::to_string(start) + " of epoch " +
+                      std::to_string(epoch) + ", which has only " + std::to_string(batches.size()) +
+                      " batches (was train_csv changed?)");
+  }
+  task_->train(true);
+  const UtteranceMaker maker(tokenizer_, config_.sample_rate, speed_perturb_of(hp_),
+                             static_cast<uint64_t>(config_.seed));
+  data::DataLoader<Utterance> loader(
+      train_set_,
+      std::vector<data::Batch>(batches.begin() + static_cast<long>(start), batches.end()),
+      [&maker, epoch](const data::ManifestRow& row) { return maker(row, true, epoch); },
+      {worker_count(config_.num_workers), 2});
+  progress_->start_epoch(epoch, config_.number_of_epochs, batches.size(), start);
+  std::vector<Utterance> items;
+  for (size_t index = start; loader.next(items); ++index) {
+    const AsrBatch batch = collate(std::move(items), config_.sample_rate, config_).to(device_);
+    train_batch(batch, epoch, index);
+    pos_.batch = static_cast<int64_t>(index + 1);
+    progress_->update(index + 1, epoch_loss_count_ ? epoch_loss_sum_ / epoch_loss_count_ : 0.0,
+                      learning_rate(*optimizer_), batch.audio_seconds);
+    if (accumulated_ != 0) continue;  // checkpoints only between optimizer steps
+    const bool stop = options_.stop_requested && options_.stop_requested();
+    const double minutes =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() /
+        60.0;
+    const bool due_time =
+        config_.ckpt_interval_minutes > 0 && minutes >= config_.ckpt_interval_minutes;
+    if (stop || due_time || pending_step_checkpoint_) save_checkpoint(false, {});
+    if (stop) {
+      progress_->message("train: stopped; checkpoint written, run the same command to resume");
+      return false;
+    }
+  }
+  if (accumulated_ > 0) optimizer_step();  // the epoch's last, partial accumulation
+  progress_->end_epoch();
+  return true;
+}
+
+void Trainer::train_batch(const AsrBatch& batch, int64_t epoch, size_t index) {
+  at::Generator generator = features::make_generator(
+      mix_seed(static_cast<uint64_t>(config_.seed), {static_cast<uint64_t>(epoch), index}));
+  at::Tensor loss;
+  {
+    AutocastGuard autocast(device_, config_.precision);
+    loss = task_->forward(batch, true, epoch, &generator, loss_options_).loss;
+  }
+  const double value = loss.item<double>();
+  if (!std::isfinite(value)) {
+    MASR_LOG_WARN("train: non-finite loss at epoch %lld batch %zu (%s...); batch skipped",
+                  static_cast<long long>(epoch), index, batch.ids.front().c_str());
+    return;
+  }
+  (loss / static_cast<double>(config_.grad_accumulation_factor)).backward();
+  ++accumulated_;
+  epoch_loss_sum_ += value, ++epoch_loss_count_;
+  window_loss_sum_ += value, ++window_count_, window_audio_ += batch.audio_seconds;
+  if (accumulated_ >= config_.grad_accumulation_factor) optimizer_step();
+}
+
+void Trainer::optimizer_step() {
+  const auto parameters = task_->parameters();
+  parallel_->average_gradients(parameters);
+  clip_gradients(parameters, config_.max_grad_norm);
+  optimizer_->step();
+  optimizer_->zero_grad();
+  accumulated_ = 0;
+  ++pos_.step;
+  const double lr_used = learning_rate(*optimizer_);
+  // SpeechBrain steps Noam after the optimizer (on_fit_batch_end), so step 1 uses lr_initial.
+  if (scheduler_) set_learning_rate(*optimizer_, scheduler_->step());
+  if (main() && logger_ && pos_.step % config_.log_interval == 0 && window_count_ > 0) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();
+    logger_->log_step(pos_.epoch, pos_.step, window_loss_sum_ / window_count_, lr_used,
+                      seconds > 0 ? window_audio_ / seconds : 0.0);
+    window_loss_sum_ = 0, window_count_ = 0, window_audio_ = 0;
+    window_start_ = std::chrono::steady_clock::now();
+  }
+  if (config_.ckpt_interval_steps > 0 && pos_.step % config_.ckpt_interval_steps == 0) {
+    pending_step_checkpoint_ = true;
+  }
+}
+
+std::map<std::string, double> Trainer::validate(int64_t epoch) {
+  if (valid_set_.size() == 0) return {};
+  task_->train(false);
+  torch::NoGradGuard no_grad;
+  const UtteranceMaker maker(tokenizer_, config_.sample_rate, nullptr, 0);
+  data::DataLoader<Utterance> loader(
+      valid_set_,
+      epoch_batches(valid_set_, config_.valid_batching, 1, parallel_->rank(),
+                    parallel_->world_size()),
+      [&maker](const data::ManifestRow& row) { return maker(row, false, 0); },
+      {worker_count(config_.num_workers), 2});
+  const bool search = epoch % config_.valid_search_interval == 0;
+  text::ErrorRateStats wer, cer(/*split_tokens=*/true);
+  double loss_sum = 0.0, batches = 0.0, correct = 0.0, counted = 0.0;
+  std::vector<Utterance> items;
+  while (loader.next(items)) {
+    const AsrBatch batch = collate(std::move(items), config_.sample_rate, config_).to(device_);
+    AutocastGuard autocast(device_, config_.precision);
+    const ForwardResult r = task_->forward(batch, false, epoch, nullptr, loss_options_);
+    loss_sum += r.loss.item<double>(), batches += 1;
+    if (task_->kind() == TaskKind::kS2S) {
+      const auto [c, n] = token_accuracy(r.p_seq, batch.tokens_eos, batch.tokens_eos_rel);
+      correct += static_cast<double>(c), counted += static_cast<double>(n);
+    }
+    if (!search) continue;
+    const auto hyps = AsrTask::ctc_greedy(r.p_ctc, r.rel, config_.blank_index);
+    for (size_t i = 0; i < hyps.size(); ++i) {
+      const auto ref = text::split_words(batch.words[i]);
+      const auto hyp = text::split_words(tokenizer_->decode(hyps[i]));
+      wer.append(batch.ids[i], ref, hyp);
+      cer.append(batch.ids[i], ref, hyp);
+    }
+  }
+  std::map<std::string, double> metrics;
+  metrics["valid_loss"] = parallel_->sum(loss_sum) / std::max(1.0, parallel_->sum(batches));
+  if (task_->kind() == TaskKind::kS2S) {
+    metrics["ACC"] = parallel_->sum(correct) / std::max(1.0, parallel_->sum(counted));
+  }
+  if (search) {
+    // Error rates from the main rank's share; a distributed implementation sums the counts.
+    metrics["WER"] = wer.summarize().error_rate;
+    metrics["CER"] = cer.summarize().error_rate;
+  }
+  task_->train(true);
+  return metrics;
+}
+
+RetentionPolicy Trainer::retention() const {
+  RetentionPolicy policy;
+  policy.keep = config_.avg_checkpoints;
+  if (valid_set_.size() == 0) return policy;
+  if (task_->kind() == TaskKind::kS2S) {
+    policy.metric = "ACC", policy.maximize = true;
+  } else {
+    policy.metric = "WER", policy.maximize = false;
+  }
+  return policy;
+}
+
+void Trainer::write_curves() const {
+  const std::string title = hp_.source() + " (" + config_.output_folder + ")";
+  write_file_atomically((fs::path(config_.output_folder) / "training_curves.svg").string(),
+                        training_curves_svg(logger_->history(), title));
+}
+
+}  // namespace masr::train

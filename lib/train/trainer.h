@@ -1,0 +1,99 @@
+// lib/train/trainer.h
+// `mamba-asr train`: the epoch loop of SpeechBrain's Brain.fit for the CTC and S2S recipes, with
+// gradient accumulation, clipping, Noam steps, validation, best-N checkpoints, averaging, and
+// exact resumption from the newest checkpoint (mid-epoch included).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "data/manifest.h"
+#include "hparams/hparams.h"
+#include "models/asr_model.h"
+#include "text/tokenizer.h"
+#include "train/asr_task.h"
+#include "train/checkpointer.h"
+#include "train/data_parallel.h"
+#include "train/noam_scheduler.h"
+#include "train/progress.h"
+#include "train/train_config.h"
+#include "train/train_logger.h"
+
+namespace masr::train {
+
+struct TrainRunOptions {
+  bool quiet = false;
+  std::string device = "cpu";
+  std::function<bool()> stop_requested;    // SIGINT/SIGTERM: checkpoint and return
+  std::shared_ptr<DataParallel> parallel;  // null: one process
+  // Override the hparams' ckpt_interval_steps / ckpt_interval_minutes when >= 0.
+  int64_t ckpt_interval_steps = -1;
+  double ckpt_interval_minutes = -1.0;
+};
+
+enum class TrainOutcome { kFinished, kStopped };
+
+class Trainer {
+ public:
+  // Builds everything from resolved hparams: config, modules, tokenizer (trained when missing),
+  // optimizer, scheduler; writes <output_folder>/hyperparams.yaml.
+  Trainer(const hparams::Hparams& hp, TrainRunOptions options);
+  ~Trainer();
+
+  // Resumes from the newest checkpoint when there is one, trains the remaining epochs, then
+  // averages the best checkpoints into the final model.
+  TrainOutcome fit();
+  // Averages the best avg_checkpoints checkpoints (models::average_checkpoints) into
+  // <output_folder>/model.masr; returns its path.
+  std::string average_checkpoints();
+
+  const TrainConfig& config() const { return config_; }
+  AsrTask& task() { return *task_; }
+
+ private:
+  struct Position {
+    int64_t epoch = 1;  // epoch in progress
+    int64_t batch = 0;  // batches of it consumed
+    int64_t step = 0;   // optimizer steps
+  };
+  bool train_epoch(int64_t epoch);  // false: stopped
+  void train_batch(const AsrBatch& batch, int64_t epoch, size_t index);
+  void optimizer_step();
+  std::map<std::string, double> validate(int64_t epoch);
+  void save_checkpoint(bool end_of_epoch, const std::map<std::string, double>& metrics);
+  void restore(const CheckpointInfo& checkpoint);
+  RetentionPolicy retention() const;
+  void write_curves() const;
+  bool main() const { return parallel_->is_main(); }
+
+  const hparams::Hparams& hp_;
+  TrainRunOptions options_;
+  TrainConfig config_;
+  std::unique_ptr<AsrTask> task_;
+  std::shared_ptr<models::AsrModel> asr_model_;  // the same modules, for model.masr files
+  std::shared_ptr<text::Tokenizer> tokenizer_;
+  std::shared_ptr<DataParallel> parallel_;
+  data::Manifest train_set_, valid_set_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::optional<NoamScheduler> scheduler_;
+  std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<TrainLogger> logger_;
+  std::unique_ptr<Progress> progress_;
+  at::Device device_ = at::kCPU;
+  LossOptions loss_options_;
+  Position pos_;
+  int64_t accumulated_ = 0;               // backward passes since the last optimizer step
+  bool pending_step_checkpoint_ = false;  // ckpt_interval_steps reached
+  double epoch_loss_sum_ = 0.0;           // this epoch's batches, for the average train loss
+  int64_t epoch_loss_count_ = 0;
+  double window_loss_sum_ = 0.0;  // since the last log.jsonl step record
+  int64_t window_count_ = 0;
+  double window_audio_ = 0.0;
+  std::chrono::steady_clock::time_point window_start_, last_checkpoint_;
+};
+
+}  // namespace masr::train
