@@ -4,6 +4,7 @@
 #include "models/register.h"
 
 #include "core/error.h"
+#include "models/encoder_benchmark.h"
 #include "models/module_object.h"
 #include "models/transformer_asr.h"
 #include "models/transformer_lm.h"
@@ -221,6 +222,7 @@ void register_model_classes(hparams::Registry& registry) {
             build_transformer_lm);
   implement(registry, "speechbrain.nnet.linear.Linear", build_linear);
   implement(registry, "torch.nn.ModuleList", build_module_list);
+  register_encoder_benchmark();
 }
 
 }  // namespace masr::models

@@ -1,0 +1,55 @@
+// lib/models/checkpoint.h
+// The mamba-asr model file (`model.masr`): one self-describing, versioned file holding the model
+// type, the model's resolved hparams, every parameter and buffer, and the tokenizer.
+//
+// Layout, format version 1 (integers little-endian):
+//   "MASRMODL"            8 bytes magic
+//   u32 version           kCheckpointFormatVersion
+//   u32 section count
+//   per section:          u32 name length, name, u64 data length, data
+//   u32 CRC-32            (IEEE, zlib's) of every byte before it
+//   "MASR_END"            8 bytes end marker (absent: the file is truncated)
+// Sections: "model_type" ("ctc" | "s2s"), "hparams.yaml" (AsrModel::hparams_yaml()), "state"
+// (torch.save/torch::pickle_save zip of a {name: tensor} dict, names as AsrModel::named_state();
+// Python reads it with torch.load(io.BytesIO(bytes))), optional "tokenizer.model" (SentencePiece
+// model bytes). Readers ignore sections they do not know.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace masr::models {
+
+class AsrModel;
+
+constexpr uint32_t kCheckpointFormatVersion = 1;
+
+struct CheckpointData {
+  std::string model_type;
+  std::string hparams_yaml;
+  std::vector<std::pair<std::string, at::Tensor>> state;
+  std::string tokenizer_model;  // empty: no tokenizer
+};
+
+// Writes atomically: a temporary file in the same folder, fsync, rename over `path`, fsync of
+// the folder. A crash leaves either the old file or the new one.
+void write_checkpoint(const std::string& path, const CheckpointData& data);
+// Throws masr::Error naming `path` for a missing file (io), and for a file that is not a model,
+// truncated, corrupt (checksum) or of another format version (input).
+CheckpointData read_checkpoint(const std::string& path);
+
+// SpeechBrain's average_checkpoints(recoverable_name="model"): the element-wise mean of every
+// parameter and model buffer over the checkpoints; the normalization statistics (a separate
+// recoverable upstream, restored from the best checkpoint) and the tokenizer come from the
+// first path, so list the best one first. All must share the hparams and state names/shapes.
+std::shared_ptr<AsrModel> average_checkpoints(const std::vector<std::string>& paths);
+
+// Writes `bytes` to `path` atomically (as write_checkpoint).
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
+}  // namespace masr::models

@@ -1,0 +1,143 @@
+// lib/models/speechbrain_import.cpp
+// AsrModel::import_speechbrain: a SpeechBrain / Mamba-ASR CKPT+ folder (model.ckpt =
+// ModuleList([CNN, Transformer, seq_lin, ctc_lin]) or [CNN, Transformer, ctc_lin] for CTC,
+// normalizer.ckpt = {count, glob_mean, glob_std, spk_dict_*}, optional tokenizer.ckpt) mapped
+// onto our module names (reference mamba-asr.md section 4.7).
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "models/asr_model.h"
+#include "models/module_object.h"
+#include "models/torch_save_reader.h"
+#include "nn/conv_frontend.h"
+#include "nn/wrappers.h"
+#include "runtime/registration.h"
+#include "text/tokenizer.h"
+
+namespace masr::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Upstream-only entries that hold no learned state: RelPosEncXL keeps its inverse frequencies
+// as a buffer in some SpeechBrain versions; we recompute them.
+bool ignorable(const std::string& key) {
+  const std::string suffix = "positional_encoding.inv_freq";
+  return key.size() >= suffix.size() &&
+         key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Index i of the hparams' `model` ModuleList -> our name, by identity of the module objects;
+// the recipes' order when there is no ModuleList.
+std::vector<std::string> module_list_names(const hparams::Hparams& hp, const AsrModel& model) {
+  const hparams::Value* list = hp.find("model");
+  if (list == nullptr || list->is_null()) {
+    if (model.is_s2s()) return {"CNN", "Transformer", "seq_lin", "ctc_lin"};
+    return {"CNN", "Transformer", "ctc_lin"};
+  }
+  auto modules = std::dynamic_pointer_cast<torch::nn::ModuleListImpl>(module_of(*list));
+  if (!modules) throw_config_error("hparams: " + list->origin() + " must be a torch.nn.ModuleList");
+  const auto children = model.module().named_children();
+  std::vector<std::string> names;
+  for (size_t i = 0; i < modules->size(); ++i) {
+    std::string name;
+    for (const auto& child : children) {
+      if (child.value().get() == modules->ptr(i).get()) name = child.key();
+    }
+    if (name.empty() || name == "normalize") {
+      throw_config_error("hparams: " + list->origin() + " item " + std::to_string(i) +
+                         " is not one of the model's CNN, Transformer, seq_lin, ctc_lin");
+    }
+    names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> renamed_model_state(
+    const std::string& path, const std::vector<std::string>& names) {
+  const auto state = state_dict_entries(*read_torch_save(path), path);
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  std::vector<std::string> unmapped;
+  for (const auto& [key, tensor] : state) {
+    const size_t dot = key.find('.');
+    size_t index = names.size();
+    if (dot != std::string::npos && dot > 0 && key.find_first_not_of("0123456789") == dot) {
+      index = std::stoul(key.substr(0, dot));
+    }
+    if (index >= names.size()) {
+      unmapped.push_back(key);
+      continue;
+    }
+    if (ignorable(key)) continue;
+    out.emplace_back(names[index] + key.substr(dot), tensor);
+  }
+  if (!unmapped.empty()) {
+    std::string list;
+    for (const auto& k : unmapped) list += (list.empty() ? "" : ", ") + k;
+    throw_input_error("SpeechBrain checkpoint '" + path + "': keys outside the model's " +
+                      std::to_string(names.size()) + " modules: " + list);
+  }
+  return out;
+}
+
+void append_normalizer(const std::string& folder,
+                       std::vector<std::pair<std::string, at::Tensor>>& state) {
+  std::string path = (fs::path(folder) / "normalizer.ckpt").string();
+  // CF-S recipes name the recoverable `normalize`.
+  if (!fs::exists(path) && fs::exists(fs::path(folder) / "normalize.ckpt")) {
+    path = (fs::path(folder) / "normalize.ckpt").string();
+  }
+  const auto value = read_torch_save(path);
+  const PyValue* count = value->find("count");
+  const PyValue* mean = value->find("glob_mean");
+  const PyValue* std = value->find("glob_std");
+  if (count == nullptr || count->kind != PyValue::Kind::kInt || mean == nullptr ||
+      mean->kind != PyValue::Kind::kTensor || std == nullptr ||
+      std->kind != PyValue::Kind::kTensor) {
+    throw_input_error("SpeechBrain normalizer '" + path +
+                      "' must be a dict with count (int), glob_mean and glob_std (tensors)");
+  }
+  state.emplace_back("normalize.count", torch::tensor(count->i, torch::kLong));
+  state.emplace_back("normalize.glob_mean", mean->tensor);
+  state.emplace_back("normalize.glob_std", std->tensor);
+}
+
+}  // namespace
+
+std::shared_ptr<AsrModel> AsrModel::import_speechbrain(
+    const std::string& ckpt_folder, const std::string& hparams_file,
+    const std::vector<std::pair<std::string, std::string>>& overrides,
+    const std::string& tokenizer_file) {
+  if (!fs::is_directory(ckpt_folder)) {
+    throw_io_error("SpeechBrain checkpoint folder '" + ckpt_folder + "' does not exist");
+  }
+  runtime::register_all_classes();
+  hparams::LoadOptions options;
+  options.overrides = overrides;
+  const hparams::Hparams hp = hparams::load_file(hparams_file, options);
+  std::shared_ptr<AsrModel> model = from_hparams(hp);
+
+  const std::string model_path = (fs::path(ckpt_folder) / "model.ckpt").string();
+  auto state = renamed_model_state(model_path, module_list_names(hp, *model));
+  append_normalizer(ckpt_folder, state);
+  model->load_state(
+      state, "SpeechBrain checkpoint '" + ckpt_folder + "' with hparams '" + hparams_file + "'");
+
+  std::string tokenizer = tokenizer_file;
+  if (tokenizer.empty() && fs::exists(fs::path(ckpt_folder) / "tokenizer.ckpt")) {
+    tokenizer = (fs::path(ckpt_folder) / "tokenizer.ckpt").string();
+  }
+  if (!tokenizer.empty()) {
+    model->set_tokenizer(
+        std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(tokenizer)));
+  }
+  model->eval();
+  MASR_LOG_INFO("imported %s (%s, %lld parameters)", ckpt_folder.c_str(),
+                model->model_type().c_str(), static_cast<long long>(model->num_parameters()));
+  return model;
+}
+
+}  // namespace masr::models
