@@ -92,10 +92,10 @@ TEST_CASE("CTC prefix beam search finds the prefix greedy misses (hand table)", 
   CHECK(std::exp(nbest[0].score) == Approx(0.64).epsilon(1e-5));
   CHECK(nbest[1].tokens.empty());
   CHECK(std::exp(nbest[1].score) == Approx(0.36).epsilon(1e-5));
-  // The most probable paths into "a" are a- and -a (0.24 each); the first found, a-, gives the
-  // timing: frame 0 only.
-  CHECK(nbest[0].start_frames == std::vector<int64_t>{0});
-  CHECK(nbest[0].end_frames == std::vector<int64_t>{1});
+  // The most probable paths into "a" are -a and a- (0.24 each); the first found wins the tie:
+  // -a, extending the better beam "" (0.6 > 0.4), which is visited first. Frame 1 only.
+  CHECK(nbest[0].start_frames == std::vector<int64_t>{1});
+  CHECK(nbest[0].end_frames == std::vector<int64_t>{2});
 }
 
 TEST_CASE("CTC prefix beam search equals brute force over all label sequences", "[decode]") {

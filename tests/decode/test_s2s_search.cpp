@@ -152,16 +152,27 @@ TEST_CASE("S2S beam search: joint CTC weight, LM fusion and batching", "[decode]
   o.ctc_weight = 1.0;
   auto best = S2SBeamSearch(o).search(4, at::tensor({4}, at::kLong), nullptr, ctc, nullptr)[0][0];
   CHECK(best.tokens == std::vector<int64_t>{3, 4});
-  // With the decoder table at weight 0.6 the CTC evidence still wins over the table's [b]...
+  // With the decoder table at weight 0.6 (beam 2) the CTC evidence wins: [a b].
   TableScorer decoder = hand_table();
   o.ctc_weight = 0.4;
+  o.beam_size = 2;
   best = S2SBeamSearch(o).search(4, at::tensor({4}, at::kLong), &decoder, ctc, nullptr)[0][0];
   CHECK(best.tokens == std::vector<int64_t>{3, 4});
+  // SpeechBrain stops as soon as beam_size hypotheses have ended, even when an alive one scores
+  // better: with beam 3, [] ends at step 0 and [b], [a] at step 1 (CTC scores about -20 each), so
+  // the search stops before [a b] can end, and [b] wins with (0.6 ln .4 + 0.6 ln .9 + 0.4 ln
+  // P_ctc(b)) / 2.
+  o.beam_size = 3;
+  best = S2SBeamSearch(o).search(4, at::tensor({4}, at::kLong), &decoder, ctc, nullptr)[0][0];
+  CHECK(best.tokens == std::vector<int64_t>{4});
+  CHECK(best.score < -4.0);
+  o.beam_size = 2;
   // ...and an LM that strongly wants [b] alone flips the attention-only result.
   TableScorer lm({{1, {0, 0, 0.01, 0.01, 0.98}},
                   {3, {0, 0, 0.98, 0.01, 0.01}},
                   {4, {0, 0, 0.98, 0.01, 0.01}},
-                  {2, {0, 0, 1.0, 0, 0}}});
+                  {2, {0, 0, 1.0, 0, 0}},
+                  {0, {0, 0, 1.0, 0, 0}}});
   o.ctc_weight = 0;
   o.lm_weight = 1.0;
   best = S2SBeamSearch(o).search(4, at::tensor({4}, at::kLong), &decoder, {}, &lm)[0][0];
