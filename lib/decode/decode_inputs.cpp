@@ -61,9 +61,17 @@ void append_input(const std::string& input, std::istream& stdin_list,
     return;
   }
   const fs::path path(input);
-  if (!fs::exists(path)) throw_input_error("decode input '" + input + "' does not exist");
+  const std::string ext = lower(path.extension().string());
+  if (!fs::exists(path)) {
+    // A missing audio file is one bad utterance among many: the reader reports and skips it.
+    if (ext == ".csv" || path.filename() == "wav.scp" || ext.empty()) {
+      throw_input_error("decode input '" + input + "' does not exist");
+    }
+    rows.push_back(audio_row(path, input));
+    return;
+  }
   if (fs::is_directory(path)) return append_folder(path, rows);
-  if (lower(path.extension().string()) == ".csv") {
+  if (ext == ".csv") {
     for (auto& row : data::read_speechbrain_csv(input).rows) rows.push_back(std::move(row));
   } else if (path.filename() == "wav.scp") {
     const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");

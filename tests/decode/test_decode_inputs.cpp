@@ -44,8 +44,13 @@ TEST_CASE("Decode inputs expand files, folders, lists, CSVs, wav.scp and stdin",
   CHECK(rows[6].wrd == "GOOD DAY");
   CHECK(rows[7].wav == "/y/s1.wav");
   std::istringstream empty;
-  CHECK_THROWS_WITH(gather_inputs({(root / "nothing.wav").string()}, empty),
-                    Catch::Contains("nothing.wav' does not exist"));
+  // A missing audio file is kept (the decoder reports and skips it); a missing manifest or
+  // folder is an error.
+  CHECK(gather_inputs({(root / "nothing.wav").string()}, empty)[0].id == "nothing");
+  CHECK_THROWS_WITH(gather_inputs({(root / "nothing.csv").string()}, empty),
+                    Catch::Contains("nothing.csv' does not exist"));
+  CHECK_THROWS_WITH(gather_inputs({(root / "no_folder").string()}, empty),
+                    Catch::Contains("no_folder' does not exist"));
   touch(root / "other/z.wav");
   CHECK_THROWS_WITH(gather_inputs({(root / "audio").string(), (root / "other").string()}, empty),
                     Catch::Contains("utterance id 'z' appears twice"));
