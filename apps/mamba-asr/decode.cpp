@@ -1,6 +1,25 @@
 // apps/mamba-asr/decode.cpp
 // `mamba-asr decode --model MODEL INPUTS...`: transcribes audio.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "audio/audio_reader.h"
 #include "commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "decode/arpa_lm.h"
+#include "decode/asr_model_recognizer.h"
+#include "decode/decode_inputs.h"
+#include "models/asr_model.h"
+#include "runtime/device.h"
+#include "text/scoring.h"
 
 namespace masr::cli {
 namespace {
@@ -8,15 +27,138 @@ namespace {
 struct DecodeOptions {
   std::string model;
   std::vector<std::string> inputs;
-  std::string search = "auto";
-  int beam = 10;
   std::string format = "text";
   std::string ref;
+  bool wer_details = false;
+  int batch_size = 8;
+  int beam = 10;
+  std::string arpa;
+  decode::DecodeConfig config;
 };
+
+std::shared_ptr<models::AsrModel> load_model(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(path)) {
+    if (fs::exists(fs::path(path) / "model.masr"))
+      return models::AsrModel::load((fs::path(path) / "model.masr").string());
+    throw_input_error("model folder '" + path + "' has no model.masr (pass the model file itself)");
+  }
+  return models::AsrModel::load(path);
+}
+
+std::map<std::string, std::string> read_references(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw_io_error("cannot open reference file '" + path + "'");
+  std::map<std::string, std::string> refs;
+  for (std::string line; std::getline(in, line);) {
+    const size_t space = line.find_first_of(" \t");
+    if (line.empty()) continue;
+    refs[line.substr(0, space)] = space == std::string::npos ? "" : line.substr(space + 1);
+  }
+  return refs;
+}
+
+std::string render(const decode::Transcript& t, const std::string& format, int& cue) {
+  if (format == "json") return decode::format_json(t);
+  if (format == "ctm") return decode::format_ctm(t);
+  if (format == "srt") return decode::format_srt(t, cue);
+  if (format == "vtt") return decode::format_vtt(t);
+  return decode::format_text(t);
+}
+
+void report_wer(const std::vector<data::ManifestRow>& rows,
+                const std::vector<std::unique_ptr<decode::Transcript>>& results,
+                const std::map<std::string, std::string>& refs, bool details) {
+  text::ErrorRateStats wer, cer(true);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!results[i]) continue;
+    const auto it = refs.find(rows[i].id);
+    const std::string ref = it != refs.end() ? it->second : rows[i].wrd;
+    if (it == refs.end() && rows[i].wrd.empty()) continue;
+    const auto& u = wer.append_text(rows[i].id, ref, results[i]->text);
+    cer.append_text(rows[i].id, ref, results[i]->text);
+    if (details) std::cerr << rows[i].id << "\n" << text::format_alignment(u) << "\n";
+  }
+  if (wer.utterances().empty()) return;
+  std::cerr << wer.summarize().to_string("WER") << "\n" << cer.summarize().to_string("CER") << "\n";
+}
+
+int run_decode(DecodeOptions& o, const GlobalOptions& global) {
+  runtime::apply_threads(global.threads);
+  o.config.ctc.beam_size = o.beam;
+  o.config.s2s.beam_size = o.beam;
+  o.config.ctc.nbest = std::min<int64_t>(o.config.ctc.nbest, o.beam);
+  o.config.s2s.nbest = std::min<int64_t>(o.config.ctc.nbest, o.beam);
+  std::unique_ptr<decode::ArpaLm> arpa;
+  if (!o.arpa.empty()) {
+    arpa = std::make_unique<decode::ArpaLm>(decode::ArpaLm::from_file(o.arpa));
+    o.config.ctc.lm = arpa.get();
+  }
+  o.config.validate();
+  auto model = load_model(o.model);
+  const runtime::DeviceChoice device =
+      runtime::resolve_device(runtime::parse_device(global.device));
+  if (device.str() != "cpu") model->to(c10::Device(device.str()));
+  decode::AsrModelRecognizer recognizer(model);
+  o.config.ctc.blank = o.config.s2s.blank = model->blank_index();
+  o.config.s2s.bos = o.config.rescoring.bos = model->bos_index();
+  o.config.s2s.eos = o.config.rescoring.eos = model->eos_index();
+  o.config.rescoring.pad = model->pad_index();
+  const std::string search = decode::resolve_search(o.config, recognizer);
+  const auto rows = decode::gather_inputs(o.inputs, std::cin);
+  const std::map<std::string, std::string> refs =
+      o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref);
+  MASR_LOG_INFO("decoding %zu utterances with %s search on %s", rows.size(), search.c_str(),
+                device.str().c_str());
+  // Read everything first so that batches can be sorted by length (less padding).
+  std::vector<std::vector<float>> audio(rows.size());
+  std::vector<size_t> order;
+  size_t failed = 0;
+  double audio_seconds = 0.0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    try {
+      audio[i] = audio::read_audio(rows[i].wav, recognizer.sample_rate()).samples;
+      audio_seconds += static_cast<double>(audio[i].size()) / recognizer.sample_rate();
+      order.push_back(i);
+    } catch (const Error& e) {
+      MASR_LOG_ERROR("skipping '%s': %s", rows[i].id.c_str(), e.what());
+      ++failed;
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return audio[a].size() > audio[b].size(); });
+  std::vector<std::unique_ptr<decode::Transcript>> results(rows.size());
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t first = 0; first < order.size(); first += static_cast<size_t>(o.batch_size)) {
+    const size_t last = std::min(order.size(), first + static_cast<size_t>(o.batch_size));
+    std::vector<const std::vector<float>*> batch;
+    for (size_t k = first; k < last; ++k) batch.push_back(&audio[order[k]]);
+    auto transcripts = decode::decode_batch(recognizer, batch, o.config);
+    for (size_t k = first; k < last; ++k) {
+      results[order[k]] = std::make_unique<decode::Transcript>(std::move(transcripts[k - first]));
+      results[order[k]]->id = rows[order[k]].id;
+    }
+    MASR_LOG_INFO("decoded %zu / %zu", last, order.size());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.format == "vtt") std::cout << "WEBVTT\n\n";
+  int cue = 0;
+  for (const auto& t : results)
+    if (t) std::cout << render(*t, o.format, cue);
+  std::cout.flush();
+  report_wer(rows, results, refs, o.wer_details);
+  if (audio_seconds > 0 && seconds > 0) {
+    MASR_LOG_INFO("%.1f s of audio in %.2f s: RTF %.4f, RTFx %.1f", audio_seconds, seconds,
+                  seconds / audio_seconds, audio_seconds / seconds);
+  }
+  if (failed > 0) MASR_LOG_ERROR("%zu of %zu inputs could not be read", failed, rows.size());
+  return failed > 0 ? static_cast<int>(ExitCode::kFailure) : 0;
+}
 
 }  // namespace
 
-Runner add_decode_command(CLI::App& app, GlobalOptions& /*global*/) {
+Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   auto options = std::make_shared<DecodeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "decode",
@@ -26,19 +168,49 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& /*global*/) {
       "Examples:\n"
       "  mamba-asr decode --model results/ctc/model.masr audio.wav\n"
       "  mamba-asr decode --model results/s2s --search s2s --beam 10 test.csv --format json");
-  cmd->add_option("-m,--model", options->model, "A trained model (file or folder)")->required();
-  cmd->add_option("inputs", options->inputs, "Audio files, folders, lists or manifests")
-      ->required();
-  cmd->add_option("--search", options->search, "greedy, ctc-beam, s2s, rescore or auto")
-      ->capture_default_str();
-  cmd->add_option("--beam", options->beam, "Beam size")
+  DecodeOptions& o = *options;
+  cmd->add_option("-m,--model", o.model, "A trained model (file or folder)")->required();
+  cmd->add_option("inputs", o.inputs, "Audio files, folders, lists or manifests")->required();
+  cmd->add_option("--search", o.config.search, "greedy, ctc-beam, s2s, rescore or auto")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "greedy", "ctc-beam", "s2s", "rescore"}));
+  cmd->add_option("--beam", o.beam, "Beam size")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
-  cmd->add_option("--format", options->format, "text, json, srt, vtt or ctm")
+  cmd->add_option("--nbest", o.config.ctc.nbest, "Hypotheses kept per utterance (JSON nbest)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--format", o.format, "text, json, srt, vtt or ctm")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json", "srt", "vtt", "ctm"}));
-  cmd->add_option("--ref", options->ref, "Reference transcripts ('ID TEXT' lines) for WER");
-  return []() -> int { not_available("decode", "decoding"); };
+  cmd->add_option("--ref", o.ref, "Reference transcripts ('ID TEXT' lines) for WER");
+  cmd->add_flag("--wer-details", o.wer_details, "Per-utterance alignments on stderr");
+  cmd->add_option("--batch-size", o.batch_size, "Utterances per batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--ctc-weight", o.config.s2s.ctc_weight, "s2s: CTC prefix score weight")
+      ->capture_default_str();
+  cmd->add_option("--temperature", o.config.decoder_temperature, "s2s: decoder temperature")
+      ->capture_default_str();
+  cmd->add_option("--max-decode-ratio", o.config.s2s.max_decode_ratio,
+                  "s2s: max tokens per encoder frame")
+      ->capture_default_str();
+  cmd->add_option("--beam-prune-logp", o.config.ctc.beam_prune_logp, "ctc-beam: beam pruning")
+      ->capture_default_str();
+  cmd->add_option("--token-prune-min-logp", o.config.ctc.token_prune_min_logp,
+                  "ctc-beam: token pruning")
+      ->capture_default_str();
+  cmd->add_option("--arpa", o.arpa, "ctc-beam: word n-gram LM (ARPA file)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--arpa-weight", o.config.ctc.lm_weight, "ctc-beam: n-gram LM weight")
+      ->capture_default_str();
+  cmd->add_option("--word-bonus", o.config.ctc.word_insertion_bonus,
+                  "ctc-beam: word insertion bonus")
+      ->capture_default_str();
+  cmd->add_option("--rescore-ctc-weight", o.config.rescoring.ctc_weight,
+                  "rescore: CTC score weight")
+      ->capture_default_str();
+  return [options, &global]() -> int { return run_decode(*options, global); };
 }
 
 }  // namespace masr::cli

@@ -1,0 +1,58 @@
+// lib/decode/asr_model_recognizer.cpp
+// The AsrModel adapter used by `mamba-asr decode`.
+#include "decode/asr_model_recognizer.h"
+
+#include <ATen/ATen.h>
+
+#include "core/error.h"
+#include "text/tokenizer.h"
+
+namespace masr::decode {
+
+AsrModelRecognizer::AsrModelRecognizer(std::shared_ptr<models::AsrModel> model)
+    : model_(std::move(model)) {
+  const auto& tokenizer = model_->tokenizer();
+  if (!tokenizer) {
+    throw_config_error("the model has no tokenizer, so its token ids cannot be turned into text");
+  }
+  if (tokenizer->vocab_size() != model_->vocab_size()) {
+    throw_config_error("the tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+                       " pieces but the model's CTC head has " +
+                       std::to_string(model_->vocab_size()) + " outputs");
+  }
+  for (int id = 0; id < tokenizer->vocab_size(); ++id)
+    pieces_.push_back(tokenizer->id_to_piece(id));
+  model_->eval();
+}
+
+std::pair<at::Tensor, at::Tensor> AsrModelRecognizer::encode(const at::Tensor& wavs,
+                                                             const at::Tensor& rel_lens) {
+  const auto device = model_->device();
+  const at::Tensor feats = model_->features(wavs.to(device), rel_lens.to(device));
+  models::Encoded encoded = model_->encode(feats, rel_lens.to(device));
+  if (encoded.out.size(1) > 0) {
+    const double hop = model_->fbank().config().hop_length_ms / 1000.0;
+    frame_seconds_ =
+        hop * static_cast<double>(feats.size(1)) / static_cast<double>(encoded.out.size(1));
+  }
+  return {encoded.out, encoded.lengths};
+}
+
+at::Tensor AsrModelRecognizer::ctc_log_probs(const at::Tensor& enc) {
+  return model_->ctc_log_probs(enc);
+}
+
+bool AsrModelRecognizer::has_decoder() const { return model_->is_s2s(); }
+
+at::Tensor AsrModelRecognizer::decoder_log_probs(const at::Tensor& enc, const at::Tensor& enc_lens,
+                                                 const at::Tensor& tokens) {
+  return model_->decoder_log_probs(enc, enc_lens, tokens);
+}
+
+std::string AsrModelRecognizer::detokenize(const std::vector<int64_t>& tokens) const {
+  return model_->tokenizer()->decode(std::vector<int>(tokens.begin(), tokens.end()));
+}
+
+int AsrModelRecognizer::sample_rate() const { return model_->fbank().config().sample_rate; }
+
+}  // namespace masr::decode

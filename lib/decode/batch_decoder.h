@@ -1,0 +1,64 @@
+// lib/decode/batch_decoder.h
+// Decoding a padded batch of waveforms with any search, apart from how the model is stored: the
+// model is reached through RecognitionModel, so the searches never depend on a model class.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "decode/attention_rescoring.h"
+#include "decode/ctc_prefix_beam_search.h"
+#include "decode/s2s_beam_search.h"
+#include "decode/sequence_scorer.h"
+#include "decode/transcript.h"
+
+namespace masr::decode {
+
+// What decoding needs from a trained ASR model.
+class RecognitionModel {
+ public:
+  virtual ~RecognitionModel() = default;
+  // wavs: float (B, S) zero-padded at sample_rate(); rel_lens: (B) valid fractions. Returns the
+  // encoder output (B, T, d) and int64 (B) valid encoder frames.
+  virtual std::pair<at::Tensor, at::Tensor> encode(const at::Tensor& wavs,
+                                                   const at::Tensor& rel_lens) = 0;
+  virtual at::Tensor ctc_log_probs(const at::Tensor& enc) = 0;  // (B, T, V)
+  virtual bool has_decoder() const = 0;
+  // enc: (N, T, d); enc_lens: int64 (N); tokens: int64 (N, U) bos first -> (N, U, V).
+  virtual at::Tensor decoder_log_probs(const at::Tensor& enc, const at::Tensor& enc_lens,
+                                       const at::Tensor& tokens) = 0;
+  virtual std::vector<std::string> pieces() const = 0;  // every token id's text
+  virtual std::string detokenize(const std::vector<int64_t>& tokens) const = 0;
+  virtual int sample_rate() const { return 16000; }
+  virtual double frame_seconds() const { return 0.04; }  // encoder frame shift
+};
+
+struct DecodeConfig {
+  std::string search = "auto";  // greedy | ctc-beam | s2s | rescore | auto (s2s with a decoder)
+  CtcBeamSearchOptions ctc;
+  S2SBeamSearchOptions s2s;
+  double decoder_temperature = 1.0;
+  AttentionRescoringOptions rescoring;
+  void validate() const;  // throws a config error naming the option
+};
+
+// The search that `auto` resolves to for this model; an error for s2s/rescore without a decoder.
+std::string resolve_search(const DecodeConfig& config, const RecognitionModel& model);
+
+// waveforms: one float vector each, at the model's rate. lm: a neural LM for s2s (lm_weight > 0).
+// Returns one transcript per waveform (ids empty), in order; words are timed from the CTC
+// alignment (the search's own for CTC searches, a forced alignment of the result for s2s).
+std::vector<Transcript> decode_batch(RecognitionModel& model,
+                                     const std::vector<const std::vector<float>*>& waveforms,
+                                     const DecodeConfig& config, SequenceScorer* lm = nullptr);
+
+// The Viterbi CTC alignment of `tokens` to log_probs (T, V) (T valid frames): each token's frames
+// and its log-probability at its first frame. Tokens that cannot fit (too many for T) keep no
+// frames: then the hypothesis is returned with empty frame vectors.
+CtcHypothesis ctc_forced_align(const at::Tensor& log_probs, const std::vector<int64_t>& tokens,
+                               int64_t blank = 0);
+
+}  // namespace masr::decode

@@ -1,0 +1,65 @@
+// lib/decode/ctc_prefix_beam_search.h
+// CTC prefix beam search in the style of pyctcdecode (SpeechBrain's CTCBeamSearcher): token and
+// beam pruning, optional word-level n-gram fusion at word boundaries ("▁" for SentencePiece).
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "decode/arpa_lm.h"
+#include "decode/ctc_greedy.h"
+
+namespace masr::decode {
+
+struct CtcBeamSearchOptions {
+  int64_t beam_size = 100;
+  // Beams scoring below best + beam_prune_logp are dropped after each frame (SpeechBrain -12).
+  double beam_prune_logp = -12.0;
+  // Only tokens with log-probability >= this (and the frame's best token) extend beams (-1.2).
+  double token_prune_min_logp = -1.2;
+  // pyctcdecode's history pruning: of beams sharing the last LM-context words, partial word and
+  // last token, only the best survives. Lossy, hence off by default.
+  bool prune_history = false;
+  int64_t blank = 0;
+  int64_t nbest = 1;
+  // Word n-gram fusion (off when `lm` is null): each completed word adds
+  // lm_weight * ln P(word | history) + word_insertion_bonus; "</s>" is scored at the end.
+  const ArpaLm* lm = nullptr;
+  double lm_weight = 0.5;
+  double word_insertion_bonus = 0.0;
+
+  // Throws a config error naming the option at fault.
+  void validate() const;
+};
+
+class CtcPrefixBeamSearch {
+ public:
+  // pieces: the text of every token id (needed for word boundaries when an LM is used). A
+  // vocabulary with pieces starting with "▁" is SentencePiece, where "▁" starts a word; otherwise
+  // the piece " " separates words.
+  explicit CtcPrefixBeamSearch(CtcBeamSearchOptions options, std::vector<std::string> pieces = {});
+
+  // log_probs: float (B, T, V) CTC log-probabilities; lengths: int64 (B) valid frames or
+  // undefined. Returns each utterance's n-best, best first; `score` is the prefix log-probability
+  // plus the LM fusion terms.
+  std::vector<std::vector<CtcHypothesis>> search(const at::Tensor& log_probs,
+                                                 const at::Tensor& lengths) const;
+  // One utterance: logp points to T * V row-major floats.
+  std::vector<CtcHypothesis> search_one(const float* logp, int64_t frames, int64_t vocab) const;
+
+ private:
+  struct Beam;
+  void extend_word(Beam& beam, int64_t token) const;
+  void finish_word(Beam& beam, const std::string& word) const;
+  double final_lm_terms(const Beam& beam) const;
+  void prune(std::vector<Beam>& beams) const;
+
+  CtcBeamSearchOptions options_;
+  std::vector<std::string> pieces_;
+  std::vector<char> starts_word_;  // per token: begins a new word
+  std::vector<char> separator_;    // per token: a word separator with no text of its own
+};
+
+}  // namespace masr::decode

@@ -1,0 +1,71 @@
+// lib/decode/model_scorers.cpp
+// Decoder and LM scorers over the models, full-prefix recomputation.
+#include "decode/model_scorers.h"
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace masr::decode {
+
+DecoderFn transformer_asr_decoder(models::TransformerASR model, OutputHead head) {
+  if (!model->has_decoder()) throw_config_error("S2S decoding needs a model with a decoder");
+  return [model, head](const at::Tensor& memory, const at::Tensor& lengths,
+                       const at::Tensor& tokens) mutable {
+    return head(model->decode(tokens.to(memory.device()), memory, lengths));
+  };
+}
+
+AsrDecoderScorer::AsrDecoderScorer(DecoderFn decoder, at::Tensor memory, at::Tensor memory_lengths,
+                                   double temperature)
+    : decoder_(std::move(decoder)),
+      memory_(std::move(memory)),
+      memory_lengths_(std::move(memory_lengths)),
+      temperature_(temperature) {
+  if (temperature_ <= 0)
+    throw_config_error("decoder temperature must be > 0, got " + std::to_string(temperature_));
+}
+
+void AsrDecoderScorer::start(int64_t batch, int64_t beam) {
+  if (batch != memory_.size(0)) {
+    throw_input_error("decoder scorer: search over " + std::to_string(batch) +
+                      " utterances but the encoder output has " + std::to_string(memory_.size(0)));
+  }
+  beam_memory_ = memory_.repeat_interleave(beam, 0);
+  beam_lengths_ =
+      memory_lengths_.defined() ? memory_lengths_.repeat_interleave(beam, 0) : at::Tensor();
+}
+
+at::Tensor AsrDecoderScorer::next_log_probs(const at::Tensor& tokens) {
+  torch::NoGradGuard no_grad;
+  // log_softmax(log_softmax(x) / T) = log_softmax(x / T): either form of DecoderFn works.
+  const at::Tensor out = decoder_(beam_memory_, beam_lengths_, tokens.to(beam_memory_.device()));
+  return at::log_softmax(out.select(1, out.size(1) - 1) / temperature_, -1);
+}
+
+TeacherForcedScorer AsrDecoderScorer::teacher_forced(int64_t utterance) const {
+  return [this, utterance](const at::Tensor& tokens) {
+    torch::NoGradGuard no_grad;
+    const int64_t k = tokens.size(0);
+    const at::Tensor memory = memory_.narrow(0, utterance, 1).expand({k, -1, -1});
+    const at::Tensor lengths = memory_lengths_.defined()
+                                   ? memory_lengths_.narrow(0, utterance, 1).expand({k})
+                                   : at::Tensor();
+    return at::log_softmax(decoder_(memory, lengths, tokens.to(memory.device())) / temperature_,
+                           -1);
+  };
+}
+
+TransformerLmScorer::TransformerLmScorer(models::TransformerLM lm, double temperature)
+    : lm_(std::move(lm)), temperature_(temperature) {
+  if (temperature_ <= 0)
+    throw_config_error("LM temperature must be > 0, got " + std::to_string(temperature_));
+}
+
+at::Tensor TransformerLmScorer::next_log_probs(const at::Tensor& tokens) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor logits = lm_->forward(tokens.to(lm_->parameters().front().device()));
+  return at::log_softmax(logits.select(1, logits.size(1) - 1) / temperature_, -1);
+}
+
+}  // namespace masr::decode

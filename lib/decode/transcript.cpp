@@ -1,0 +1,133 @@
+// lib/decode/transcript.cpp
+// Word timings from CTC token frames, and the output formats.
+#include "decode/transcript.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace masr::decode {
+namespace {
+
+const std::string kSpaceMark = "\xe2\x96\x81";  // "▁"
+
+struct Cue {
+  double start, end;
+  std::string text;
+};
+
+std::vector<Cue> cues(const Transcript& t, int max_words) {
+  std::vector<Cue> out;
+  for (size_t i = 0; i < t.words.size(); i += static_cast<size_t>(max_words)) {
+    const size_t last = std::min(t.words.size(), i + static_cast<size_t>(max_words)) - 1;
+    Cue cue{t.words[i].start, t.words[last].end, ""};
+    for (size_t j = i; j <= last; ++j) cue.text += (j > i ? " " : "") + t.words[j].word;
+    out.push_back(std::move(cue));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
+                                     const std::vector<std::string>& pieces, double frame_seconds) {
+  const bool sentencepiece = std::any_of(pieces.begin(), pieces.end(), [](const std::string& p) {
+    return p.rfind(kSpaceMark, 0) == 0;
+  });
+  std::vector<WordTiming> words;
+  double logp_sum = 0.0;
+  int count = 0;
+  auto close = [&] {
+    if (!words.empty() && count > 0) words.back().confidence = std::exp(logp_sum / count);
+    logp_sum = 0.0;
+    count = 0;
+  };
+  bool open = false;
+  for (size_t i = 0; i < hyp.tokens.size(); ++i) {
+    const int64_t token = hyp.tokens[i];
+    if (token < 0 || token >= static_cast<int64_t>(pieces.size())) {
+      throw_input_error("word timings: token " + std::to_string(token) + " has no piece (" +
+                        std::to_string(pieces.size()) + " pieces)");
+    }
+    std::string piece = pieces[token];
+    const bool starts = sentencepiece ? piece.rfind(kSpaceMark, 0) == 0 : piece == " ";
+    if (starts) {
+      close();
+      open = false;
+      piece = sentencepiece ? piece.substr(kSpaceMark.size()) : "";
+    }
+    if (piece.empty()) continue;
+    if (!open) {
+      words.push_back({"", hyp.start_frames[i] * frame_seconds, 0.0, 0.0});
+      open = true;
+    }
+    words.back().word += piece;
+    words.back().end = hyp.end_frames[i] * frame_seconds;
+    logp_sum += i < hyp.token_logp.size() ? hyp.token_logp[i] : 0.0;
+    ++count;
+  }
+  close();
+  return words;
+}
+
+std::string format_text(const Transcript& t) { return t.id + " " + t.text + "\n"; }
+
+std::string format_json(const Transcript& t) {
+  nlohmann::json j;
+  j["id"] = t.id;
+  j["text"] = t.text;
+  j["tokens"] = t.tokens;
+  j["score"] = t.score;
+  j["nbest"] = nlohmann::json::array();
+  for (const auto& [text, score] : t.nbest)
+    j["nbest"].push_back({{"text", text}, {"score", score}});
+  j["words"] = nlohmann::json::array();
+  for (const WordTiming& w : t.words) {
+    j["words"].push_back(
+        {{"word", w.word}, {"start", w.start}, {"end", w.end}, {"confidence", w.confidence}});
+  }
+  return j.dump() + "\n";
+}
+
+std::string format_ctm(const Transcript& t) {
+  std::string out;
+  char line[64];
+  for (const WordTiming& w : t.words) {
+    std::snprintf(line, sizeof line, " 1 %.2f %.2f ", w.start, w.end - w.start);
+    char confidence[16];
+    std::snprintf(confidence, sizeof confidence, " %.3f", w.confidence);
+    out += t.id + line + w.word + confidence + "\n";
+  }
+  return out;
+}
+
+std::string format_timestamp(double seconds, char separator) {
+  const long long ms = std::llround(std::max(seconds, 0.0) * 1000.0);
+  char out[32];
+  std::snprintf(out, sizeof out, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60,
+                ms / 1000 % 60, separator, ms % 1000);
+  return out;
+}
+
+std::string format_srt(const Transcript& t, int& cue, int max_words) {
+  std::string out;
+  for (const Cue& c : cues(t, max_words)) {
+    out += std::to_string(++cue) + "\n" + format_timestamp(c.start, ',') + " --> " +
+           format_timestamp(c.end, ',') + "\n" + c.text + "\n\n";
+  }
+  return out;
+}
+
+std::string format_vtt(const Transcript& t, int max_words) {
+  std::string out;
+  for (const Cue& c : cues(t, max_words)) {
+    out += format_timestamp(c.start, '.') + " --> " + format_timestamp(c.end, '.') + "\n" + c.text +
+           "\n\n";
+  }
+  return out;
+}
+
+}  // namespace masr::decode

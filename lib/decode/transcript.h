@@ -1,0 +1,47 @@
+// lib/decode/transcript.h
+// A decoded utterance as the CLI prints it: words with times and confidences from the CTC
+// alignment, and the output formats (Kaldi "ID TEXT", JSON lines, SRT, WebVTT, CTM).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "decode/ctc_greedy.h"
+
+namespace masr::decode {
+
+struct WordTiming {
+  std::string word;
+  double start = 0.0;       // seconds
+  double end = 0.0;         // seconds
+  double confidence = 0.0;  // exp(mean token log-probability at its first frame), in (0, 1]
+};
+
+// Groups `hyp`'s tokens into words (a piece starting with "▁" starts a word; with no such piece in
+// the vocabulary, the piece " " separates words) and times each word from its first token's first
+// frame to its last token's last frame. frame_seconds: the encoder frame shift (0.04 for the
+// Mamba-ASR front end). Pieces must cover every token id (an input error otherwise).
+std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
+                                     const std::vector<std::string>& pieces, double frame_seconds);
+
+struct Transcript {
+  std::string id;
+  std::string text;
+  std::vector<int64_t> tokens;
+  double score = 0.0;
+  std::vector<std::pair<std::string, double>> nbest;  // (text, score), best first
+  std::vector<WordTiming> words;                      // empty when no alignment is available
+};
+
+std::string format_text(const Transcript& t);  // "ID TEXT\n"
+std::string format_json(const Transcript& t);  // one JSON object and "\n"
+// NIST CTM: "ID 1 START DURATION WORD CONFIDENCE" per word, times with 2 decimals.
+std::string format_ctm(const Transcript& t);
+// Subtitle cues of at most `max_words` words; `cue` numbers SRT cues across utterances.
+std::string format_srt(const Transcript& t, int& cue, int max_words = 12);
+std::string format_vtt(const Transcript& t, int max_words = 12);  // after a "WEBVTT\n\n" header
+// "HH:MM:SS,mmm" (SRT, separator ',') or "HH:MM:SS.mmm" (WebVTT, '.').
+std::string format_timestamp(double seconds, char separator);
+
+}  // namespace masr::decode

@@ -1,0 +1,73 @@
+// tests/decode/test_transcript.cpp
+// Word timings from CTC token frames and the output formats, on a hand-made hypothesis.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "core/error.h"
+#include "decode/transcript.h"
+
+using namespace masr::decode;
+
+namespace {
+const std::string kMark = "\xe2\x96\x81";
+}
+
+TEST_CASE("Word timings group SentencePiece tokens into words", "[decode]") {
+  // tokens:  ▁HE  LLO  ▁WOR  LD      frames [start, end): [2,3) [5,7) [10,11) [12,14)
+  // words:   HELLO 0.08-0.28 s, WORLD 0.40-0.56 s (40 ms frames)
+  const std::vector<std::string> pieces = {"<blank>", kMark + "HE", "LLO", kMark + "WOR", "LD"};
+  CtcHypothesis hyp;
+  hyp.tokens = {1, 2, 3, 4};
+  hyp.start_frames = {2, 5, 10, 12};
+  hyp.end_frames = {3, 7, 11, 14};
+  hyp.token_logp = {-0.1f, -0.3f, -0.2f, -0.2f};
+  const auto words = word_timings(hyp, pieces, 0.04);
+  REQUIRE(words.size() == 2);
+  CHECK(words[0].word == "HELLO");
+  CHECK(words[0].start == Approx(0.08));
+  CHECK(words[0].end == Approx(0.28));
+  CHECK(words[0].confidence == Approx(std::exp(-0.2)));
+  CHECK(words[1].word == "WORLD");
+  CHECK(words[1].start == Approx(0.40));
+  CHECK(words[1].end == Approx(0.56));
+  hyp.tokens = {9};
+  CHECK_THROWS_WITH(word_timings(hyp, pieces, 0.04),
+                    Catch::Contains("token 9 has no piece (5 pieces)"));
+}
+
+TEST_CASE("Character vocabularies separate words with the space piece", "[decode]") {
+  const std::vector<std::string> pieces = {"<blank>", "A", "B", " "};
+  CtcHypothesis hyp;
+  hyp.tokens = {1, 3, 2, 1};
+  hyp.start_frames = {0, 2, 4, 6};
+  hyp.end_frames = {1, 3, 5, 8};
+  hyp.token_logp = {0, 0, 0, 0};
+  const auto words = word_timings(hyp, pieces, 0.01);
+  REQUIRE(words.size() == 2);
+  CHECK(words[0].word == "A");
+  CHECK(words[1].word == "BA");
+  CHECK(words[1].start == Approx(0.04));
+  CHECK(words[1].end == Approx(0.08));
+}
+
+TEST_CASE("Transcript formats: text, JSON, CTM, SRT, WebVTT", "[decode]") {
+  Transcript t;
+  t.id = "utt1";
+  t.text = "HELLO WORLD";
+  t.tokens = {1, 2};
+  t.score = -1.5;
+  t.nbest = {{"HELLO WORLD", -1.5}, {"HELLO WORD", -2.25}};
+  t.words = {{"HELLO", 0.08, 0.28, 0.5}, {"WORLD", 0.4, 3661.5, 0.25}};
+  CHECK(format_text(t) == "utt1 HELLO WORLD\n");
+  CHECK(format_json(t) ==
+        "{\"id\":\"utt1\",\"nbest\":[{\"score\":-1.5,\"text\":\"HELLO WORLD\"},{\"score\":-2.25,"
+        "\"text\":\"HELLO WORD\"}],\"score\":-1.5,\"text\":\"HELLO WORLD\",\"tokens\":[1,2],"
+        "\"words\":[{\"confidence\":0.5,\"end\":0.28,\"start\":0.08,\"word\":\"HELLO\"},"
+        "{\"confidence\":0.25,\"end\":3661.5,\"start\":0.4,\"word\":\"WORLD\"}]}\n");
+  CHECK(format_ctm(t) == "utt1 1 0.08 0.20 HELLO 0.500\nutt1 1 0.40 3661.10 WORLD 0.250\n");
+  int cue = 0;
+  CHECK(format_srt(t, cue, 1) ==
+        "1\n00:00:00,080 --> 00:00:00,280\nHELLO\n\n2\n00:00:00,400 --> 01:01:01,500\nWORLD\n\n");
+  CHECK(cue == 2);
+  CHECK(format_vtt(t) == "00:00:00.080 --> 01:01:01.500\nHELLO WORLD\n\n");
+}
