@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "audio/audio_reader.h"
@@ -57,12 +56,7 @@ FrontEnd load_front_end(const std::string& path) {
   }
   // Recipes leave `data_folder: !PLACEHOLDER`; the front end does not need it.
   hparams::LoadOptions load;
-  std::ifstream in(path);
-  const std::regex placeholder(R"(^([A-Za-z_][A-Za-z0-9_]*)\s*:\s*!PLACEHOLDER)");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, placeholder)) load.overrides.push_back({m[1], "unused"});
-  }
+  load.placeholder_value = "unused";
   const hparams::Hparams hp = hparams::load_file(path, load);
   front.fbank = object_at<features::FbankObject>(hp, "compute_features");
   if (!front.fbank) throw_config_error(path + ": no 'compute_features' key (an Fbank) to use");

@@ -37,7 +37,7 @@ Hparams load(NodePtr root, const std::string& name, const std::string& base_dir,
     std::error_code ec;
     include_stack.push_back(std::filesystem::weakly_canonical(name, ec).string());
   }
-  resolve_references(root, base_dir, overrides, include_stack);
+  resolve_references(root, base_dir, overrides, include_stack, options.placeholder_value);
 
   const Registry& registry = options.registry ? *options.registry : Registry::global();
   std::vector<BuiltObject> objects;

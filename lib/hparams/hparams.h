@@ -7,6 +7,7 @@
 //   int64_t d_model = hp["d_model"].as_int();
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,9 @@ struct LoadOptions {
   std::string overrides_yaml;
   // Where `!new:`/`!name:`/`!apply:` names are looked up; the global registry when null.
   const Registry* registry = nullptr;
+  // When set, a `!PLACEHOLDER` left without an override becomes this string instead of being an
+  // error: for tools that use part of a recipe (e.g. its front end) and not its data paths.
+  std::optional<std::string> placeholder_value;
 };
 
 // An object made by `!new:` and where it sits in the file.

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "core/error.h"
@@ -55,11 +56,12 @@ NodePtr scalar_node(Value value, const Location& where) {
 class Resolver {
  public:
   Resolver(NodePtr root, std::string base_dir, NodePtr overrides,
-           std::vector<std::string>& include_stack)
+           std::vector<std::string>& include_stack, std::optional<std::string> placeholder_value)
       : root_(std::move(root)),
         base_dir_(std::move(base_dir)),
         overrides_(std::move(overrides)),
-        include_stack_(include_stack) {}
+        include_stack_(include_stack),
+        placeholder_value_(std::move(placeholder_value)) {}
 
   void run() {
     for (auto& [key, child] : root_->entries) child = resolve(child, key);
@@ -91,7 +93,10 @@ class Resolver {
     for (auto& [key, child] : node->entries) child = resolve(child, path + "[" + key + "]");
 
     NodePtr result = node;
-    if (node->tag == "!PLACEHOLDER") {
+    if (node->tag == "!PLACEHOLDER" && placeholder_value_) {
+      // Tools that need only part of a recipe (the front end) load it without its data paths.
+      result = scalar_node(Value::string(*placeholder_value_), node->where);
+    } else if (node->tag == "!PLACEHOLDER") {
       const std::string top = path.substr(0, path.find('['));
       throw_config_error("hparams: " + node->where.str() + ": '" + path +
                          "' is a !PLACEHOLDER and must be given a value, e.g. on the command "
@@ -237,7 +242,8 @@ class Resolver {
     }
     apply_overrides(included, overrides, false, file.string());
     include_stack_.push_back(canonical);
-    Resolver(included, file.parent_path().string(), overrides, include_stack_).run();
+    Resolver(included, file.parent_path().string(), overrides, include_stack_, placeholder_value_)
+        .run();
     include_stack_.pop_back();
     return included;
   }
@@ -246,6 +252,7 @@ class Resolver {
   std::string base_dir_;
   NodePtr overrides_;
   std::vector<std::string>& include_stack_;
+  std::optional<std::string> placeholder_value_;
   std::vector<std::string> chain_;
 };
 
@@ -275,8 +282,9 @@ void apply_overrides(const NodePtr& target, const NodePtr& overrides, bool must_
 }
 
 void resolve_references(const NodePtr& root, const std::string& base_dir, const NodePtr& overrides,
-                        std::vector<std::string>& include_stack) {
-  Resolver(root, base_dir, overrides, include_stack).run();
+                        std::vector<std::string>& include_stack,
+                        const std::optional<std::string>& placeholder_value) {
+  Resolver(root, base_dir, overrides, include_stack, placeholder_value).run();
 }
 
 }  // namespace masr::hparams

@@ -3,6 +3,7 @@
 // string interpolation and arithmetic), `!copy` and `!PLACEHOLDER`. Internal to the engine.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,10 @@ void apply_overrides(const NodePtr& target, const NodePtr& overrides, bool must_
 
 // Resolves every reference in `root` in place. `base_dir` anchors relative `!include:` paths;
 // `overrides` (may be null) are passed on to included files; `include_stack` detects include
-// cycles.
+// cycles. A `!PLACEHOLDER` (here or in an included file) becomes the string `placeholder_value`
+// when that is set, and is an error otherwise.
 void resolve_references(const NodePtr& root, const std::string& base_dir, const NodePtr& overrides,
-                        std::vector<std::string>& include_stack);
+                        std::vector<std::string>& include_stack,
+                        const std::optional<std::string>& placeholder_value = std::nullopt);
 
 }  // namespace masr::hparams

@@ -1,6 +1,7 @@
 // tests/features/test_fbank.cpp
 // SpeechBrain Fbank against its formulas evaluated in float64 NumPy and through torch.stft
-// (tests/features/fbank_reference.py), and Kaldi fbank against torchaudio.compliance.kaldi.
+// (tests/features/fbank_reference.py), and Kaldi fbank against torchaudio.compliance.kaldi, on
+// synthetic signals and an espeak-ng sentence.
 #include <catch2/catch.hpp>
 
 #include <ATen/ATen.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "audio/audio_reader.h"
 #include "core/error.h"
 #include "features/fbank.h"
 #include "features/kaldi_fbank.h"
@@ -27,6 +29,19 @@ at::Tensor as_tensor(const std::vector<float>& x) {
   return at::tensor(at::ArrayRef<float>(x.data(), x.size()), at::kFloat);
 }
 
+// A sentence spoken by espeak-ng at 16 kHz, or nothing (with a warning) when it is missing.
+std::vector<float> espeak_speech(const std::string& sentence) {
+  if (std::system("command -v espeak-ng >/dev/null 2>&1") != 0) {
+    WARN("espeak-ng is missing (scripts/setup.sh installs it): parity on real speech skipped");
+    return {};
+  }
+  masr::test::ScratchDir dir("espeak");
+  const std::string command = "espeak-ng -v en-us -w " + dir.file("s.wav") + " '" + sentence + "'";
+  INFO(command);
+  REQUIRE(std::system(command.c_str()) == 0);
+  return masr::audio::read_audio(dir.file("s.wav"), 16000).samples;
+}
+
 struct Signal {
   std::string name;
   std::vector<float> samples;
@@ -38,6 +53,10 @@ std::vector<Signal> test_signals() {
     signals.push_back({"speech" + std::to_string(n), masr::test::speech_like(n, 16000, n)});
     signals.push_back({"noise" + std::to_string(n), masr::test::uniform_noise(n, n + 1)});
   }
+  // Real speech too (with espeak-ng's digital silence at both ends), read at 16 kHz from its
+  // 22.05 kHz output.
+  const std::vector<float> spoken = espeak_speech("Seven wizards study ancient books.");
+  if (!spoken.empty()) signals.push_back({"espeak", spoken});
   return signals;
 }
 
@@ -88,9 +107,14 @@ TEST_CASE("SpeechBrain Fbank matches the reference formulas within 1e-3 dB", "[f
           REQUIRE(ours.sizes() == ref.sizes());
           CHECK(ours.size(0) == config.num_frames(static_cast<int64_t>(s.samples.size())));
           const double diff = (ours - ref).abs().max().item<double>();
-          // The rfft path (the default) stays within 1e-3 dB; the float32 DFT-by-matmul path
-          // sums n_fft products per bin and reaches ~1.1e-3 dB on quiet bins, so it gets 2e-3.
-          CHECK(diff <= (method == masr::features::StftMethod::kRfft ? 1e-3 : 2e-3));
+          // The rfft path (the default) stays within 1e-3 dB on the synthetic signals; the
+          // float32 DFT-by-matmul path sums n_fft products per bin and reaches ~1.1e-3 dB on
+          // quiet bins, so it gets 2e-3. Real speech (espeak) reaches 1.1e-3 (float64 reference)
+          // and 1.4e-3 (torch.stft) with n_fft 512 / 32 ms in high bins ~70 dB below the peak:
+          // float32 rounding (torch.stft float32 itself is 7.7e-4 from float64 there), so it gets
+          // 2e-3 as well; docs/features.md lists it.
+          const bool strict = method == masr::features::StftMethod::kRfft && s.name != "espeak";
+          CHECK(diff <= (strict ? 1e-3 : 2e-3));
           if (std::getenv("MASR_PRINT_PARITY") != nullptr) {
             std::printf("parity sb %s n_fft=%d win=%g method=%s ref=%s max_abs_db=%.3g\n",
                         s.name.c_str(), c.n_fft, c.win_ms,

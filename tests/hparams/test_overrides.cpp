@@ -86,6 +86,36 @@ TEST_CASE("a !PLACEHOLDER must be overridden", "[hparams]") {
   CHECK_THAT(load_error("opts:\n    path: !PLACEHOLDER\n"), Catch::Contains("'opts[path]'"));
 }
 
+TEST_CASE("placeholder_value fills every !PLACEHOLDER an override leaves", "[hparams]") {
+  const std::string text =
+      "data_folder: !PLACEHOLDER\noutput_folder: !PLACEHOLDER\n"
+      "train_csv: !ref <data_folder>/train.csv\nopts:\n    path: !PLACEHOLDER\n";
+  LoadOptions options;
+  options.placeholder_value = "unused";
+  auto hp = load(text, options);
+  CHECK(hp["data_folder"].as_string() == "unused");
+  CHECK(hp["train_csv"].as_string() == "unused/train.csv");
+  CHECK(hp["opts"]["path"].as_string() == "unused");
+  // An override still wins over the placeholder value.
+  options.overrides = {{"output_folder", "results/1"}};
+  hp = load(text, options);
+  CHECK(hp["output_folder"].as_string() == "results/1");
+  CHECK(hp["data_folder"].as_string() == "unused");
+  // Placeholders in included files are filled too.
+  const auto dir = std::filesystem::temp_directory_path() / "masr_placeholder_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "data.yaml") << "root: !PLACEHOLDER\n";
+  std::ofstream(dir / "main.yaml") << "data: !include:data.yaml\n";
+  LoadOptions filled;
+  filled.placeholder_value = "";
+  CHECK(masr::hparams::load_file((dir / "main.yaml").string(), filled)["data"]["root"]
+            .as_string()
+            .empty());
+  CHECK_THROWS_WITH(masr::hparams::load_file((dir / "main.yaml").string()),
+                    Catch::Contains("'root' is a !PLACEHOLDER"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("!include: loads another file with the body as its overrides", "[hparams]") {
   const auto dir = std::filesystem::temp_directory_path() / "masr_include_test";
   std::filesystem::create_directories(dir / "sub");
