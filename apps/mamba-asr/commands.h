@@ -29,7 +29,5 @@ Runner add_features_command(CLI::App& app, GlobalOptions& global);
 // are hparams overrides rather than falling through to the root.
 void add_global_options(CLI::App& app, GlobalOptions& global);
 
-// A subcommand whose engine is not part of this build yet: a clear message and exit code 1.
-[[noreturn]] void not_available(const std::string& command, const std::string& what);
 
 }  // namespace masr::cli

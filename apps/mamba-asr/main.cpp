@@ -115,11 +115,6 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
       ->capture_default_str();
 }
 
-void not_available(const std::string& command, const std::string& what) {
-  throw Error(ErrorKind::kInput, "mamba-asr " + command + ": " + what +
-                                     " is not available in this build yet (docs/cli.md says what "
-                                     "each subcommand does today)");
-}
 
 }  // namespace masr::cli
 
