@@ -118,7 +118,11 @@ at::Tensor Fbank::power_spectrum(const at::Tensor& frames) const {
     const at::Tensor im = parts.narrow(-1, bins, bins);
     return re * re + im * im;
   }
-  const at::Tensor spectrum = at::fft_rfft(frames * window_.to(frames.device()), config_.n_fft, -1);
+  // In float64: a float32 FFT's rounding error is relative to the whole frame's energy, so bins
+  // 60-70 dB below the peak (quiet high frequencies) come out ~1e-3 dB off; in double they match
+  // the reference formulas to ~1e-6 dB, for a small share of the run time.
+  const at::Tensor windowed = (frames * window_.to(frames.device())).to(at::kDouble);
+  const at::Tensor spectrum = at::fft_rfft(windowed, config_.n_fft, -1);
   return at::view_as_real(spectrum).pow(2).sum(-1);
 }
 
@@ -140,14 +144,14 @@ at::Tensor Fbank::operator()(const at::Tensor& wav) const {
   x = at::constant_pad_nd(x, {pad, pad}, 0.0);
   const at::Tensor frames = x.unfold(1, config_.n_fft, config_.hop_samples());  // (B, F, n_fft)
   const at::Tensor power = power_spectrum(frames);
-  const at::Tensor mel = at::matmul(power, filterbank_.to(power.device()));
+  const at::Tensor mel = at::matmul(power, filterbank_.to(power.device(), power.scalar_type()));
   // 10*log10(clamp(x, 1e-10)) - 10*log10(max(1e-10, ref=1)), then the per-utterance floor.
   at::Tensor db = 10.0 * at::log10(at::clamp_min(mel, 1e-10));
   if (config_.top_db > 0) {
     const at::Tensor floor = std::get<0>(db.flatten(1).max(1)).sub(config_.top_db).view({-1, 1, 1});
     db = at::maximum(db, floor);
   }
-  return db;
+  return db.to(at::kFloat);
 }
 
 }  // namespace masr::features
