@@ -29,5 +29,4 @@ Runner add_features_command(CLI::App& app, GlobalOptions& global);
 // are hparams overrides rather than falling through to the root.
 void add_global_options(CLI::App& app, GlobalOptions& global);
 
-
 }  // namespace masr::cli

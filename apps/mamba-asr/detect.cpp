@@ -34,8 +34,8 @@ nlohmann::json to_json(const runtime::MachineInfo& m, const std::string& device)
   for (const auto& d : m.cuda) {
     cuda.push_back({{"index", d.index},
                     {"name", d.name},
-                    {"compute_capability", std::to_string(d.compute_major) + "." +
-                                               std::to_string(d.compute_minor)},
+                    {"compute_capability",
+                     std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
                     {"memory_total_bytes", d.memory_total_bytes},
                     {"memory_free_bytes", d.memory_free_bytes},
                     {"multiprocessors", d.multiprocessors},
@@ -76,7 +76,8 @@ void print_table(const runtime::MachineInfo& m, const std::string& device) {
   std::printf("%-18s %s, %d intra-op / %d inter-op threads\n", "parallelism",
               c.parallel_backend.c_str(), c.intra_op_threads, c.inter_op_threads);
   if (m.cuda.empty()) {
-    std::printf("%-18s %s\n", "CUDA", m.cuda_build ? "no device" : "not in this build (CPU LibTorch)");
+    std::printf("%-18s %s\n", "CUDA",
+                m.cuda_build ? "no device" : "not in this build (CPU LibTorch)");
   }
   for (const auto& d : m.cuda) {
     std::printf("%-18s %s, compute %d.%d, %d SMs, %s (%s free), bf16 %s, TF32 %s\n",

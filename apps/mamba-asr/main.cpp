@@ -115,7 +115,6 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
       ->capture_default_str();
 }
 
-
 }  // namespace masr::cli
 
 int main(int argc, char** argv) {

@@ -10,14 +10,15 @@
 namespace masr::runtime {
 
 struct CpuInfo {
-  std::string model;                // "AMD EPYC 9654 96-Core Processor"
-  int logical_cores = 0;            // hardware threads the process may use
-  int physical_cores = 0;           // distinct (package, core) pairs; 0 when unknown
-  std::vector<std::string> isa;     // vector extensions found: avx2, fma, avx512f, avx512_bf16, amx_tile, neon...
-  int64_t memory_total_bytes = 0;   // MemTotal
+  std::string model;       // "AMD EPYC 9654 96-Core Processor"
+  int logical_cores = 0;   // hardware threads the process may use
+  int physical_cores = 0;  // distinct (package, core) pairs; 0 when unknown
+  std::vector<std::string>
+      isa;  // vector extensions found: avx2, fma, avx512f, avx512_bf16, amx_tile, neon...
+  int64_t memory_total_bytes = 0;      // MemTotal
   int64_t memory_available_bytes = 0;  // MemAvailable
-  int numa_nodes = 0;               // 0 when unknown
-  std::string parallel_backend;     // LibTorch's intra-op backend, e.g. "OpenMP"
+  int numa_nodes = 0;                  // 0 when unknown
+  std::string parallel_backend;        // LibTorch's intra-op backend, e.g. "OpenMP"
   int intra_op_threads = 0;
   int inter_op_threads = 0;
 };
@@ -39,7 +40,7 @@ struct MachineInfo {
   CpuInfo cpu;
   bool cuda_build = false;
   std::vector<CudaDeviceInfo> cuda;
-  int cuda_driver_version = 0;   // e.g. 13000; 0 when unknown
+  int cuda_driver_version = 0;  // e.g. 13000; 0 when unknown
   int cuda_runtime_version = 0;
   bool mps = false;
 };

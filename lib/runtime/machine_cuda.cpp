@@ -28,7 +28,8 @@ void detect_cuda(MachineInfo& info) {
     size_t free_bytes = 0, total_bytes = 0;
     int previous = 0;
     cudaGetDevice(&previous);
-    if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+    if (cudaSetDevice(i) == cudaSuccess &&
+        cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
       d.memory_free_bytes = static_cast<int64_t>(free_bytes);
     }
     cudaSetDevice(previous);

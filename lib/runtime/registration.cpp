@@ -6,8 +6,8 @@
 #include "data/benchmarks.h"
 #include "features/augment_registration.h"
 #include "features/registration.h"
-#include "ops/benchmarks.h"
 #include "models/register.h"
+#include "ops/benchmarks.h"
 #include "text/tokenizer.h"
 
 namespace masr::runtime {

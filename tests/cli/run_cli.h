@@ -13,7 +13,7 @@
 namespace masr::testing {
 
 struct CliResult {
-  int code = -1;        // the exit code; -1 when the process did not exit normally
+  int code = -1;       // the exit code; -1 when the process did not exit normally
   std::string output;  // stdout and stderr together
 };
 

@@ -161,8 +161,9 @@ TEST_CASE("SpectrogramDrop: hand-checked chunks on a ramp", "[augment]") {
   CHECK(cut[1][0][0].item<float>() == 0.0f);  // from utterance 0
 }
 
-TEST_CASE("SpectrogramDrop: lengths from low up to high exclusive, positions inside, counts inclusive",
-          "[augment]") {
+TEST_CASE(
+    "SpectrogramDrop: lengths from low up to high exclusive, positions inside, counts inclusive",
+    "[augment]") {
   SpectrogramDrop drop(drop_cfg(3, 7, 1, 1, "zeros", 1));
   std::set<int64_t> seen_lengths;
   const auto x = torch::ones({4, 40, 2});

@@ -24,7 +24,8 @@ TEST_CASE("detect_machine reports cores and memory as the OS does", "[runtime]")
   CHECK(m.cpu.logical_cores == static_cast<int>(std::thread::hardware_concurrency()));
   CHECK(m.cpu.physical_cores >= 1);
   CHECK(m.cpu.physical_cores <= m.cpu.logical_cores);
-  const int64_t sysconf_total = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  const int64_t sysconf_total =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   // MemTotal and sysconf both come from the kernel's totalram; allow one page of rounding.
   CHECK(std::abs(m.cpu.memory_total_bytes - sysconf_total) <= sysconf(_SC_PAGESIZE));
   CHECK(m.cpu.memory_available_bytes > 0);
