@@ -3,6 +3,8 @@
 // checkpoint averaging.
 #include "models/checkpoint.h"
 
+#include "core/atomic_file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -135,46 +137,6 @@ std::map<std::string, std::string> parse_sections(const std::string& bytes,
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const std::string temp =
-      (folder / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw_io_error("cannot write '" + path + "': creating '" + temp +
-                   "' failed: " + std::strerror(errno));
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw_io_error("cannot write '" + path + "': " + why);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(temp.c_str());
-    throw_io_error("cannot write '" + path + "': fsync/close failed: " + why);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(temp.c_str());
-    throw_io_error("cannot write '" + path + "': rename failed: " + why);
-  }
-  // The rename itself is durable once the folder is synced.
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-}
 
 void write_checkpoint(const std::string& path, const CheckpointData& data) {
   std::string out(kMagic, kMagicSize);

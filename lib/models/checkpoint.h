@@ -49,7 +49,5 @@ CheckpointData read_checkpoint(const std::string& path);
 // first path, so list the best one first. All must share the hparams and state names/shapes.
 std::shared_ptr<AsrModel> average_checkpoints(const std::vector<std::string>& paths);
 
-// Writes `bytes` to `path` atomically (as write_checkpoint).
-void write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace masr::models

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace masr::train {
 namespace fs = std::filesystem;

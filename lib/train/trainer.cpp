@@ -11,7 +11,7 @@
 #include "data/loader.h"
 #include "features/augment_interface.h"
 #include "text/scoring.h"
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 #include "train/autocast.h"
 #include "train/optimizer.h"
 #include "train/train_data.h"

@@ -15,7 +15,7 @@
 #include "models/asr_model.h"
 #include "models/checkpoint.h"
 #include "text/tokenizer.h"
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 #include "train/checkpointer.h"
 #include "train/train_logger.h"
 #include "train_fixtures.h"

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "hparams/hparams.h"
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 #include "train/checkpointer.h"
 #include "train/losses.h"
 #include "train/noam_scheduler.h"

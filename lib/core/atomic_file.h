@@ -1,4 +1,4 @@
-// lib/train/atomic_file.h
+// lib/core/atomic_file.h
 // Crash-safe file writes: data goes to a temporary name, is fsync'ed, then renamed over the
 // target and the directory fsync'ed, so a reader (or a run after kill -9) sees the old file or
 // the new one, never a partial one.
@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace masr::train {
+namespace masr {
 
 // Writes `bytes` to `path` atomically; throws an I/O error naming the path and errno's reason.
 void write_file_atomically(const std::string& path, const std::string& bytes);
@@ -21,4 +21,4 @@ void sync_directory(const std::string& path);
 // The whole file; throws an I/O error naming the path.
 std::string read_file(const std::string& path);
 
-}  // namespace masr::train
+}  // namespace masr

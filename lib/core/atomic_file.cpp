@@ -1,6 +1,6 @@
-// lib/train/atomic_file.cpp
+// lib/core/atomic_file.cpp
 // POSIX implementation of the crash-safe writes (open/write/fsync/rename).
-#include "train/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 
-namespace masr::train {
+namespace masr {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
@@ -55,7 +55,12 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
   const std::string temp =
       (dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()))).string();
-  write_file_synced(temp, bytes);
+  try {
+    write_file_synced(temp, bytes);
+  } catch (...) {
+    std::remove(temp.c_str());  // a full disk must not leave a partial temporary behind
+    throw;
+  }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     std::remove(temp.c_str());
@@ -74,4 +79,4 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-}  // namespace masr::train
+}  // namespace masr
