@@ -81,7 +81,7 @@ TEST_CASE("global options are validated", "[cli]") {
   r = run("--threads -1 detect");
   CHECK(r.code == 2);
 
-  r = run("--threads 1 -q detect --json");
+  r = run("--device cpu --threads 1 -q detect --json");
   CHECK(r.code == 0);
   CHECK_THAT(r.output, Catch::Contains("\"intra_op_threads\": 1"));
   CHECK_THAT(r.output, Catch::Contains("\"logical_cores\""));
