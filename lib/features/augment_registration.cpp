@@ -107,23 +107,12 @@ std::shared_ptr<hparams::Object> build_add_noise(const Args& args) {
   return with_origin(args, [&] { return std::make_shared<AddNoise>(c); });
 }
 
-void implement(Registry& registry, const std::string& name,
-               std::function<std::shared_ptr<hparams::Object>(const Args&)> build) {
-  const ClassInfo* declared = registry.find(name);
-  if (declared == nullptr) {
-    throw Error(ErrorKind::kInternal, "augment: '" + name + "' is not declared in the registry");
-  }
-  ClassInfo info = *declared;
-  info.build = std::move(build);
-  registry.add(std::move(info));
-}
-
 }  // namespace
 
 void register_augment_classes(Registry& registry) {
-  implement(registry, "speechbrain.augment.freq_domain.SpectrogramDrop", build_spectrogram_drop);
-  implement(registry, "speechbrain.augment.freq_domain.Warping", build_warping);
-  implement(registry, "speechbrain.augment.augmenter.Augmenter", build_augmenter);
+  registry.implement("speechbrain.augment.freq_domain.SpectrogramDrop", build_spectrogram_drop);
+  registry.implement("speechbrain.augment.freq_domain.Warping", build_warping);
+  registry.implement("speechbrain.augment.augmenter.Augmenter", build_augmenter);
 
   ClassInfo noise;
   noise.name = "speechbrain.augment.time_domain.AddNoise";

@@ -17,16 +17,6 @@ namespace {
   throw_config_error(args.origin() + ": " + what + " is not supported");
 }
 
-hparams::ClassInfo implemented(
-    hparams::Registry& registry, const std::string& name,
-    std::function<std::shared_ptr<hparams::Object>(const hparams::Args&)> build) {
-  const hparams::ClassInfo* declared = registry.find(name);
-  if (declared == nullptr) throw Error(ErrorKind::kInternal, "class " + name + " is not declared");
-  hparams::ClassInfo info = *declared;
-  info.build = std::move(build);
-  return info;
-}
-
 void register_benchmark() {
   runtime::register_benchmark(
       {"features",
@@ -124,17 +114,16 @@ std::string SpeedPerturbObject::summary() const {
 }
 
 void register_features_classes(hparams::Registry& registry) {
-  registry.add(implemented(
-      registry, "speechbrain.lobes.features.Fbank",
-      [](const hparams::Args& a) { return std::make_shared<FbankObject>(fbank_config_from(a)); }));
-  registry.add(implemented(
-      registry, "speechbrain.processing.features.InputNormalization", [](const hparams::Args& a) {
+  registry.implement("speechbrain.lobes.features.Fbank", [](const hparams::Args& a) {
+    return std::make_shared<FbankObject>(fbank_config_from(a));
+  });
+  registry.implement(
+      "speechbrain.processing.features.InputNormalization", [](const hparams::Args& a) {
         return std::make_shared<InputNormalizationObject>(input_normalization_config_from(a));
-      }));
-  registry.add(implemented(
-      registry, "speechbrain.augment.time_domain.SpeedPerturb", [](const hparams::Args& a) {
-        return std::make_shared<SpeedPerturbObject>(speed_perturb_config_from(a));
-      }));
+      });
+  registry.implement("speechbrain.augment.time_domain.SpeedPerturb", [](const hparams::Args& a) {
+    return std::make_shared<SpeedPerturbObject>(speed_perturb_config_from(a));
+  });
   register_benchmark();
 }
 

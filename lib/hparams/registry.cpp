@@ -87,6 +87,17 @@ void Registry::add(ClassInfo info) {
   classes_[raw->name] = std::move(owned);
 }
 
+void Registry::implement(const std::string& name,
+                         std::function<std::shared_ptr<Object>(const Args&)> build) {
+  const ClassInfo* declared = find(name);
+  if (declared == nullptr) {
+    throw Error(ErrorKind::kInternal, "registry: '" + name + "' is implemented but never declared");
+  }
+  ClassInfo info = *declared;
+  info.build = std::move(build);
+  add(std::move(info));
+}
+
 const ClassInfo* Registry::find(const std::string& name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;

@@ -91,6 +91,10 @@ class Registry {
 
   // Adds or replaces (by canonical name) a class; aliases point to it.
   void add(ClassInfo info);
+  // Gives a declared class its builder, keeping its names and signature. Naming a class that is
+  // not declared is a programming error (an internal Error), not a user's mistake.
+  void implement(const std::string& name,
+                 std::function<std::shared_ptr<Object>(const Args&)> build);
   const ClassInfo* find(const std::string& name) const;
   // Registered names closest to `name` (edit distance on the full name and on the last part).
   std::vector<std::string> closest(const std::string& name, size_t count = 3) const;

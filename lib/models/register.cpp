@@ -203,25 +203,15 @@ std::shared_ptr<hparams::Object> build_module_list(const Args& args) {
   return std::make_shared<ModuleObject>(list);
 }
 
-void implement(hparams::Registry& registry, const std::string& name,
-               std::function<std::shared_ptr<hparams::Object>(const Args&)> build) {
-  const hparams::ClassInfo* declared = registry.find(name);
-  if (declared == nullptr)
-    throw_config_error("register_model_classes: '" + name + "' is not declared");
-  hparams::ClassInfo info = *declared;
-  info.build = std::move(build);
-  registry.add(std::move(info));
-}
-
 }  // namespace
 
 void register_model_classes(hparams::Registry& registry) {
-  implement(registry, "speechbrain.lobes.models.convolution.ConvolutionFrontEnd", build_frontend);
-  implement(registry, "modules.TransformerASR.TransformerASR", build_transformer_asr);
-  implement(registry, "speechbrain.lobes.models.transformer.TransformerLM.TransformerLM",
-            build_transformer_lm);
-  implement(registry, "speechbrain.nnet.linear.Linear", build_linear);
-  implement(registry, "torch.nn.ModuleList", build_module_list);
+  registry.implement("speechbrain.lobes.models.convolution.ConvolutionFrontEnd", build_frontend);
+  registry.implement("modules.TransformerASR.TransformerASR", build_transformer_asr);
+  registry.implement("speechbrain.lobes.models.transformer.TransformerLM.TransformerLM",
+                     build_transformer_lm);
+  registry.implement("speechbrain.nnet.linear.Linear", build_linear);
+  registry.implement("torch.nn.ModuleList", build_module_list);
   register_encoder_benchmark();
 }
 

@@ -113,23 +113,12 @@ std::shared_ptr<hparams::Object> build_sentencepiece_processor(const hparams::Ar
   return tokenizer;
 }
 
-void add_builder(hparams::Registry& registry, const std::string& name,
-                 std::function<std::shared_ptr<hparams::Object>(const hparams::Args&)> build) {
-  const hparams::ClassInfo* declared = registry.find(name);
-  if (declared == nullptr) {
-    throw Error(ErrorKind::kInternal, "tokenizer class '" + name + "' is not declared");
-  }
-  hparams::ClassInfo info = *declared;
-  info.build = std::move(build);
-  registry.add(std::move(info));
-}
-
 }  // namespace
 
 void register_text_classes(hparams::Registry& registry) {
-  add_builder(registry, "speechbrain.tokenizers.SentencePiece.SentencePiece",
-              build_speechbrain_sentencepiece);
-  add_builder(registry, "sentencepiece.SentencePieceProcessor", build_sentencepiece_processor);
+  registry.implement("speechbrain.tokenizers.SentencePiece.SentencePiece",
+                     build_speechbrain_sentencepiece);
+  registry.implement("sentencepiece.SentencePieceProcessor", build_sentencepiece_processor);
 }
 
 }  // namespace masr::text
