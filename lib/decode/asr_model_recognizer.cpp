@@ -52,8 +52,8 @@ at::Tensor AsrModelRecognizer::decoder_log_probs(const at::Tensor& enc, const at
 }
 
 std::unique_ptr<SequenceScorer> AsrModelRecognizer::incremental_decoder(const at::Tensor& enc,
-                                                                       const at::Tensor& enc_lens,
-                                                                       double temperature) {
+                                                                        const at::Tensor& enc_lens,
+                                                                        double temperature) {
   if (!model_->is_s2s()) return nullptr;
   std::shared_ptr<models::AsrModel> model = model_;
   auto start = [model, enc, enc_lens](int64_t batch, int64_t beam) {

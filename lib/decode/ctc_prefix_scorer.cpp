@@ -49,9 +49,8 @@ at::Tensor CtcPrefixScorer::score(const at::Tensor& last_tokens, const at::Tenso
     throw_input_error("CTC prefix scorer: expected " + std::to_string(n) + " last tokens, got " +
                       std::to_string(last_tokens.numel()));
   }
-  if (candidates.defined() &&
-      (candidates.dim() != 2 || candidates.size(0) != n || candidates.size(1) < 1 ||
-       candidates.size(1) > vocab_)) {
+  if (candidates.defined() && (candidates.dim() != 2 || candidates.size(0) != n ||
+                               candidates.size(1) < 1 || candidates.size(1) > vocab_)) {
     throw_input_error("CTC prefix scorer: candidates must be (" + std::to_string(n) +
                       ", K) with 1 <= K <= " + std::to_string(vocab_));
   }
@@ -69,12 +68,12 @@ at::Tensor CtcPrefixScorer::score(const at::Tensor& last_tokens, const at::Tenso
   if (candidates.defined()) {
     tokens = candidates.to(x_.device(), at::kLong);
     const int64_t k = tokens.size(1);
-    x = at::stack({x_[0].gather(2, tokens.unsqueeze(0).expand({frames_, n, k})),
-                   x_[1].narrow(2, 0, k)});
+    x = at::stack(
+        {x_[0].gather(2, tokens.unsqueeze(0).expand({frames_, n, k})), x_[1].narrow(2, 0, k)});
   }
   const int64_t k = x.size(3);
   at::Tensor r = at::full({frames_, 2, n, k}, kMinusInf, options);
-  if (prefix_length_ == 0) r[0][0].copy_(x[0][0]);    // (Alg. 2-6)
+  if (prefix_length_ == 0) r[0][0].copy_(x[0][0]);     // (Alg. 2-6)
   const at::Tensor r_sum = at::logsumexp(r_prev_, 1);  // (T, N)
   // phi_t = r^n_t(g) + r^b_t(g), but only r^b_t(g) when c repeats g's last token (Alg. 2-10).
   const at::Tensor last = last_tokens.to(x_.device(), at::kLong).view({n, 1});
@@ -123,10 +122,9 @@ void CtcPrefixScorer::permute(const at::Tensor& candidates) {
   const at::Tensor token = flat.remainder(vocab_).view({-1, 1});
   // The column of each kept token in the last score(): the token itself, or its candidate slot
   // (a token that was not scored keeps slot 0; its -1e20 score never lets it win a beam).
-  const at::Tensor column =
-      scored_.defined()
-          ? scored_.index_select(0, rows).eq(token).to(at::kInt).argmax(1)
-          : token.view({-1});
+  const at::Tensor column = scored_.defined()
+                                ? scored_.index_select(0, rows).eq(token).to(at::kInt).argmax(1)
+                                : token.view({-1});
   const int64_t k = psi_.size(1);
   const at::Tensor index = rows * k + column;
   psi_prev_ = psi_.reshape({-1}).index_select(0, index);

@@ -65,8 +65,8 @@ std::vector<runtime::BenchResult> run_s2s_step(const runtime::BenchSettings& set
           if (cached) {
             scorer = incremental_asr_decoder(model, out, memory, lengths);
           } else {
-            scorer = std::make_unique<AsrDecoderScorer>(transformer_asr_decoder(model, out),
-                                                        memory, lengths);
+            scorer = std::make_unique<AsrDecoderScorer>(transformer_asr_decoder(model, out), memory,
+                                                        lengths);
           }
           (void)S2SBeamSearch(o).search(kFrames, lengths, scorer.get(), ctc, nullptr);
         });

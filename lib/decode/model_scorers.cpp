@@ -93,14 +93,12 @@ std::unique_ptr<IncrementalScorer> incremental_asr_decoder(models::TransformerAS
   auto start = [model, memory, memory_lengths](int64_t batch, int64_t beam) mutable {
     if (batch != memory.size(0)) {
       throw_input_error("decoder scorer: search over " + std::to_string(batch) +
-                        " utterances but the encoder output has " +
-                        std::to_string(memory.size(0)));
+                        " utterances but the encoder output has " + std::to_string(memory.size(0)));
     }
     torch::NoGradGuard no_grad;
     return model->start_decoding(memory, memory_lengths, beam);
   };
-  auto step = [model, head, memory](const at::Tensor& tokens,
-                                    models::DecoderState& state) mutable {
+  auto step = [model, head, memory](const at::Tensor& tokens, models::DecoderState& state) mutable {
     return head(model->decode_step(tokens.to(memory.device()), state));
   };
   return std::make_unique<IncrementalScorer>("decoder scorer", start, step, temperature);

@@ -214,7 +214,7 @@ at::Tensor AsrModel::decoder_log_probs(const at::Tensor& enc, const at::Tensor& 
 }
 
 std::unique_ptr<DecoderState> AsrModel::start_decoding(const at::Tensor& enc,
-                                                      const at::Tensor& enc_lens, int64_t beam) {
+                                                       const at::Tensor& enc_lens, int64_t beam) {
   if (!seq_lin_) {
     throw_config_error("AsrModel.start_decoding: a '" + model_type_ +
                        "' model has no attention decoder");

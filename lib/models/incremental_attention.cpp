@@ -57,9 +57,8 @@ at::Tensor SelfAttentionCache::step(nn::MultiheadAttentionImpl& mha, const at::T
   }
   if (padding_step.defined()) {
     const at::Tensor past =
-        padding.defined()
-            ? padding
-            : at::zeros({x.size(0), kv.keys.size(2) - 1}, padding_step.options());
+        padding.defined() ? padding
+                          : at::zeros({x.size(0), kv.keys.size(2) - 1}, padding_step.options());
     padding = at::cat({past, padding_step}, 1);
   } else if (padding.defined()) {
     padding = at::cat({padding, at::zeros({x.size(0), 1}, padding.options())}, 1);

@@ -26,8 +26,8 @@ at::Tensor attend(nn::MultiheadAttentionImpl& mha, const at::Tensor& query, cons
 // Causal self-attention one position at a time: each step appends the new position's keys and
 // values and attends its query to every cached position (what the look-ahead mask allows).
 struct SelfAttentionCache {
-  KeyValue kv;          // (N, H, U, head_dim) once a step has run
-  at::Tensor padding;   // bool (N, U): keys masked (token == pad), or undefined (none)
+  KeyValue kv;         // (N, H, U, head_dim) once a step has run
+  at::Tensor padding;  // bool (N, U): keys masked (token == pad), or undefined (none)
   // x: (N, 1, d) the new position's attention input; padding_step: bool (N, 1) or undefined.
   at::Tensor step(nn::MultiheadAttentionImpl& mha, const at::Tensor& x,
                   const at::Tensor& padding_step);

@@ -47,12 +47,12 @@ MambaStepState mamba_prefill(nn::MambaImpl& m, const at::Tensor& x, const at::Te
   const at::Tensor lens = lengths.defined() ? lengths.to(device, at::kLong)
                                             : at::full({batch}, T, x.options().dtype(at::kLong));
   const at::Tensor valid =
-      at::arange(T, lens.options()).unsqueeze(0) < lens.unsqueeze(1);  // (B, T)
-  at::Tensor xs = m.in_proj->forward(x).narrow(2, 0, m.d_inner);          // (B, T, di)
+      at::arange(T, lens.options()).unsqueeze(0) < lens.unsqueeze(1);          // (B, T)
+  at::Tensor xs = m.in_proj->forward(x).narrow(2, 0, m.d_inner);               // (B, T, di)
   xs = xs.masked_fill(valid.logical_not().unsqueeze(2), 0.0).transpose(1, 2);  // (B, di, T)
   // Conv history: the inputs at frames len - (k - 1) ... len - 1, zeros before frame 0.
-  const at::Tensor padded = torch::nn::functional::pad(
-      xs, torch::nn::functional::PadFuncOptions({k - 1, 0}));
+  const at::Tensor padded =
+      torch::nn::functional::pad(xs, torch::nn::functional::PadFuncOptions({k - 1, 0}));
   const at::Tensor at_frames = lens.view({batch, 1, 1}) + at::arange(k - 1, lens.options());
   const at::Tensor conv = padded.gather(2, at_frames.expand({batch, m.d_inner, k - 1}));
   // The scan input of every frame, as MambaImpl::direction computes it.
@@ -69,8 +69,8 @@ MambaStepState mamba_prefill(nn::MambaImpl& m, const at::Tensor& x, const at::Te
   for (int64_t t0 = 0; t0 < T; t0 += chunk) {
     const int64_t n = std::min(chunk, T - t0);
     const at::Tensor decay = at::exp(after.narrow(1, t0, n).unsqueeze(3) * A);  // B,n,di,N
-    h = h + (decay * drive.narrow(1, t0, n).unsqueeze(3) * s.B.narrow(1, t0, n).unsqueeze(2))
-                .sum(1);
+    h = h +
+        (decay * drive.narrow(1, t0, n).unsqueeze(3) * s.B.narrow(1, t0, n).unsqueeze(2)).sum(1);
   }
   return {conv, h};
 }

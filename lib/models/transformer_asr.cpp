@@ -160,8 +160,8 @@ at::Tensor TransformerASRImpl::decode(const at::Tensor& tokens, const at::Tensor
 }
 
 std::unique_ptr<DecoderState> TransformerASRImpl::start_decoding(const at::Tensor& encoder_out,
-                                                                const at::Tensor& encoder_lengths,
-                                                                int64_t beam) {
+                                                                 const at::Tensor& encoder_lengths,
+                                                                 int64_t beam) {
   if (!decoder_) {
     throw_config_error(
         "TransformerASR.start_decoding: the model has no decoder (num_decoder_layers 0)");

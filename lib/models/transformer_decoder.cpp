@@ -88,7 +88,6 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& tgt, const at::Tensor& 
   return norm->forward(out);
 }
 
-
 std::unique_ptr<DecoderState> TransformerDecoder::start(const at::Tensor& memory,
                                                         const at::Tensor& memory_lengths,
                                                         int64_t beam) {

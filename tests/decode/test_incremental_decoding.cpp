@@ -199,11 +199,15 @@ TEST_CASE("Partial CTC prefix scoring equals full scoring on the scored tokens",
     CHECK((got_all - want).abs().max().item<double>() < 1e-4);
     const at::Tensor mask = at::zeros({n, vocab}, at::kBool).scatter_(1, three, true);
     CHECK((got_some - want).masked_fill(mask.logical_not(), 0).abs().max().item<double>() < 1e-4);
-    CHECK(got_some.masked_select(mask.logical_not()).eq(CtcPrefixScorer::kMinusInf).all().item<bool>());
+    CHECK(got_some.masked_select(mask.logical_not())
+              .eq(CtcPrefixScorer::kMinusInf)
+              .all()
+              .item<bool>());
     // Keep, per utterance, `beam` hypotheses continued with one of the three scored tokens.
     const at::Tensor hyp = at::randint(beam, {batch, beam}, at::kLong);
     const at::Tensor rows = (hyp + (at::arange(batch, at::kLong) * beam).unsqueeze(1)).view({-1});
-    const at::Tensor token = three.index_select(0, rows).gather(1, at::randint(3, {n, 1}, at::kLong));
+    const at::Tensor token =
+        three.index_select(0, rows).gather(1, at::randint(3, {n, 1}, at::kLong));
     const at::Tensor candidates = hyp * vocab + token.view({batch, beam});
     full.permute(candidates);
     all.permute(candidates);
