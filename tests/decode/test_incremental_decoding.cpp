@@ -191,7 +191,8 @@ TEST_CASE("Partial CTC prefix scoring equals full scoring on the scored tokens",
   for (int step = 0; step < 4; ++step) {
     INFO("step " << step);
     // K = V in a shuffled order, and K = 3 random distinct tokens.
-    const at::Tensor shuffled = at::argsort(at::rand({n, vocab}), 1);
+    const at::Tensor shuffled =
+        at::argsort(at::rand({n, vocab}), /*dim=*/static_cast<int64_t>(1), /*descending=*/false);
     const at::Tensor three = shuffled.narrow(1, 0, 3).contiguous();
     const at::Tensor want = full.score(last);
     const at::Tensor got_all = all.score(last, shuffled);
