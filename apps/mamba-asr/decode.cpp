@@ -192,6 +192,13 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       ->capture_default_str();
   cmd->add_option("--temperature", o.config.decoder_temperature, "s2s: decoder temperature")
       ->capture_default_str();
+  cmd->add_option("--ctc-pre-beam", o.config.s2s.ctc_pre_beam,
+                  "s2s: CTC scores the best ctc-pre-beam x beam tokens per hypothesis "
+                  "(0: the whole vocabulary, as SpeechBrain)")
+      ->capture_default_str();
+  cmd->add_flag("!--no-decoder-cache", o.config.incremental_decoder,
+                "s2s: re-run the decoder over the whole prefix every step (no KV cache or "
+                "recurrent Mamba state)");
   cmd->add_option("--max-decode-ratio", o.config.s2s.max_decode_ratio,
                   "s2s: max tokens per encoder frame")
       ->capture_default_str();

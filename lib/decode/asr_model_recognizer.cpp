@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 
 #include "core/error.h"
+#include "decode/model_scorers.h"
+#include "models/encoder.h"
 #include "text/tokenizer.h"
 
 namespace masr::decode {
@@ -47,6 +49,25 @@ bool AsrModelRecognizer::has_decoder() const { return model_->is_s2s(); }
 at::Tensor AsrModelRecognizer::decoder_log_probs(const at::Tensor& enc, const at::Tensor& enc_lens,
                                                  const at::Tensor& tokens) {
   return model_->decoder_log_probs(enc, enc_lens, tokens);
+}
+
+std::unique_ptr<SequenceScorer> AsrModelRecognizer::incremental_decoder(const at::Tensor& enc,
+                                                                        const at::Tensor& enc_lens,
+                                                                        double temperature) {
+  if (!model_->is_s2s()) return nullptr;
+  std::shared_ptr<models::AsrModel> model = model_;
+  auto start = [model, enc, enc_lens](int64_t batch, int64_t beam) {
+    if (batch != enc.size(0)) {
+      throw_input_error("decoder scorer: search over " + std::to_string(batch) +
+                        " utterances but the encoder output has " + std::to_string(enc.size(0)));
+    }
+    at::NoGradGuard no_grad;
+    return model->start_decoding(enc, enc_lens, beam);
+  };
+  auto step = [model, enc](const at::Tensor& tokens, models::DecoderState& state) {
+    return model->decoder_step_log_probs(tokens.to(enc.device()), state);
+  };
+  return std::make_unique<IncrementalScorer>("decoder scorer", start, step, temperature);
 }
 
 std::string AsrModelRecognizer::detokenize(const std::vector<int64_t>& tokens) const {

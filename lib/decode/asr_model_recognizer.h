@@ -21,6 +21,9 @@ class AsrModelRecognizer : public RecognitionModel {
   bool has_decoder() const override;
   at::Tensor decoder_log_probs(const at::Tensor& enc, const at::Tensor& enc_lens,
                                const at::Tensor& tokens) override;
+  std::unique_ptr<SequenceScorer> incremental_decoder(const at::Tensor& enc,
+                                                      const at::Tensor& enc_lens,
+                                                      double temperature) override;
   std::vector<std::string> pieces() const override { return pieces_; }
   std::string detokenize(const std::vector<int64_t>& tokens) const override;
   int sample_rate() const override;

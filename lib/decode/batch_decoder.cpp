@@ -159,8 +159,12 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
     }
     return out;
   }
-  AsrDecoderScorer scorer(decoder_fn, enc, lens, config.decoder_temperature);
-  const auto results = S2SBeamSearch(config.s2s).search(enc.size(1), lens, &scorer, ctc, lm);
+  std::unique_ptr<SequenceScorer> scorer;
+  if (config.incremental_decoder)
+    scorer = model.incremental_decoder(enc, lens, config.decoder_temperature);
+  if (!scorer)
+    scorer = std::make_unique<AsrDecoderScorer>(decoder_fn, enc, lens, config.decoder_temperature);
+  const auto results = S2SBeamSearch(config.s2s).search(enc.size(1), lens, scorer.get(), ctc, lm);
   for (int64_t b = 0; b < batch; ++b) {
     const std::vector<int64_t> best =
         results[b].empty() ? std::vector<int64_t>() : results[b][0].tokens;

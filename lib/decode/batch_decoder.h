@@ -5,6 +5,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,15 @@ class RecognitionModel {
   // enc: (N, T, d); enc_lens: int64 (N); tokens: int64 (N, U) bos first -> (N, U, V).
   virtual at::Tensor decoder_log_probs(const at::Tensor& enc, const at::Tensor& enc_lens,
                                        const at::Tensor& tokens) = 0;
+  // The decoder stepped incrementally (KV caches, recurrent Mamba states) over enc (B, T, d) for
+  // S2S search, with log_softmax(. / temperature); null when the model cannot, and then
+  // decoder_log_probs re-runs the whole prefix at every step.
+  virtual std::unique_ptr<SequenceScorer> incremental_decoder(const at::Tensor& enc,
+                                                              const at::Tensor& enc_lens,
+                                                              double temperature) {
+    (void)enc, (void)enc_lens, (void)temperature;
+    return nullptr;
+  }
   virtual std::vector<std::string> pieces() const = 0;  // every token id's text
   virtual std::string detokenize(const std::vector<int64_t>& tokens) const = 0;
   virtual int sample_rate() const { return 16000; }
@@ -41,6 +51,7 @@ struct DecodeConfig {
   CtcBeamSearchOptions ctc;
   S2SBeamSearchOptions s2s;
   double decoder_temperature = 1.0;
+  bool incremental_decoder = true;  // step the decoder with caches when the model can
   AttentionRescoringOptions rescoring;
   void validate() const;  // throws a config error naming the option
 };

@@ -1,6 +1,7 @@
 // lib/decode/ctc_prefix_scorer.h
 // CTC prefix scores for joint CTC/attention beam search: Algorithm 2 of Watanabe et al. (2017),
-// vectorized over every hypothesis and every vocabulary entry, as SpeechBrain's CTCPrefixScore.
+// vectorized over every hypothesis and every vocabulary entry, as SpeechBrain's CTCPrefixScore, or
+// over a few candidate tokens per hypothesis (ESPnet's partial scoring, CTCPrefixScoreTH).
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -21,7 +22,9 @@ class CtcPrefixScorer {
   // then, the prefix being empty). Returns float (N, V): ln psi(g + c) - ln psi(g) for every token
   // c, where psi is the CTC prefix probability; for c = eos the probability that the output is
   // exactly g; blank gets -1e20 (it can never be emitted).
-  at::Tensor score(const at::Tensor& last_tokens);
+  // candidates: int64 (N, K) distinct tokens per hypothesis, or undefined (the full vocabulary):
+  // only those are scored, O(T x N x K) instead of O(T x N x V); every other token gets -1e20.
+  at::Tensor score(const at::Tensor& last_tokens, const at::Tensor& candidates = {});
 
   // candidates: int64 (B, beam), the kept continuations of the last score() as indices into each
   // utterance's flattened (beam * V) table (hypothesis * V + token), as the beam search keeps them.
@@ -35,8 +38,9 @@ class CtcPrefixScorer {
   at::Tensor x_;           // (2, T, N, V): non-blank and blank log-probs per hypothesis
   at::Tensor last_frame_;  // int64 (N): the last valid frame of each hypothesis's utterance
   at::Tensor r_prev_;      // (T, 2, N): ln r_t^n(g), ln r_t^b(g)
-  at::Tensor psi_prev_;    // (N, V): ln psi(g), repeated over V
-  at::Tensor r_, psi_;     // of the last score(), waiting for permute()
+  at::Tensor psi_prev_;    // (N): ln psi(g)
+  at::Tensor r_, psi_;     // (T, 2, N, K), (N, K): of the last score(), waiting for permute()
+  at::Tensor scored_;      // int64 (N, K): the tokens of the last score(), undefined = all V
 };
 
 }  // namespace masr::decode

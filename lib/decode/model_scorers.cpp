@@ -1,5 +1,5 @@
 // lib/decode/model_scorers.cpp
-// Decoder and LM scorers over the models, full-prefix recomputation.
+// Decoder and LM scorers over the models: full-prefix recomputation or incremental stepping.
 #include "decode/model_scorers.h"
 
 #include <torch/torch.h>
@@ -56,13 +56,79 @@ TeacherForcedScorer AsrDecoderScorer::teacher_forced(int64_t utterance) const {
   };
 }
 
-TransformerLmScorer::TransformerLmScorer(models::TransformerLM lm, double temperature)
+IncrementalScorer::IncrementalScorer(std::string name, StartFn start, StepFn step,
+                                     double temperature)
+    : name_(std::move(name)),
+      start_fn_(std::move(start)),
+      step_fn_(std::move(step)),
+      temperature_(temperature) {
+  if (temperature_ <= 0) {
+    throw_config_error(name_ + " temperature must be > 0, got " + std::to_string(temperature_));
+  }
+}
+
+void IncrementalScorer::start(int64_t batch, int64_t beam) { state_ = start_fn_(batch, beam); }
+
+at::Tensor IncrementalScorer::next_log_probs(const at::Tensor& tokens) {
+  torch::NoGradGuard no_grad;
+  if (!state_) throw_input_error(name_ + ": next_log_probs() before start()");
+  if (tokens.dim() != 2 || tokens.size(1) != state_->steps + 1) {
+    throw_input_error(name_ + ": expected (rows, " + std::to_string(state_->steps + 1) +
+                      ") tokens, one more than the last step, got " +
+                      std::to_string(tokens.dim() == 2 ? tokens.size(1) : -1) + " columns");
+  }
+  const at::Tensor out = step_fn_(tokens.select(1, tokens.size(1) - 1).contiguous(), *state_);
+  return at::log_softmax(out / temperature_, -1);
+}
+
+void IncrementalScorer::reorder(const at::Tensor& parents) {
+  if (state_) state_->reorder(parents);
+}
+
+std::unique_ptr<IncrementalScorer> incremental_asr_decoder(models::TransformerASR model,
+                                                           OutputHead head, at::Tensor memory,
+                                                           at::Tensor memory_lengths,
+                                                           double temperature) {
+  if (!model->has_decoder()) throw_config_error("S2S decoding needs a model with a decoder");
+  auto start = [model, memory, memory_lengths](int64_t batch, int64_t beam) mutable {
+    if (batch != memory.size(0)) {
+      throw_input_error("decoder scorer: search over " + std::to_string(batch) +
+                        " utterances but the encoder output has " + std::to_string(memory.size(0)));
+    }
+    torch::NoGradGuard no_grad;
+    return model->start_decoding(memory, memory_lengths, beam);
+  };
+  auto step = [model, head, memory](const at::Tensor& tokens, models::DecoderState& state) mutable {
+    return head(model->decode_step(tokens.to(memory.device()), state));
+  };
+  return std::make_unique<IncrementalScorer>("decoder scorer", start, step, temperature);
+}
+
+TransformerLmScorer::TransformerLmScorer(models::TransformerLM lm, double temperature, bool cache)
     : lm_(std::move(lm)), temperature_(temperature) {
   if (temperature_ <= 0)
     throw_config_error("LM temperature must be > 0, got " + std::to_string(temperature_));
+  if (cache && lm_->can_step()) {
+    models::TransformerLM model = lm_;
+    incremental_ = std::make_unique<IncrementalScorer>(
+        "LM scorer", [model](int64_t, int64_t) { return model->start_state(); },
+        [model](const at::Tensor& tokens, models::DecoderState& state) mutable {
+          return model->step(tokens.to(model->parameters().front().device()), state);
+        },
+        temperature_);
+  }
+}
+
+void TransformerLmScorer::start(int64_t batch, int64_t beam) {
+  if (incremental_) incremental_->start(batch, beam);
+}
+
+void TransformerLmScorer::reorder(const at::Tensor& parents) {
+  if (incremental_) incremental_->reorder(parents);
 }
 
 at::Tensor TransformerLmScorer::next_log_probs(const at::Tensor& tokens) {
+  if (incremental_) return incremental_->next_log_probs(tokens);
   torch::NoGradGuard no_grad;
   const at::Tensor logits = lm_->forward(tokens.to(lm_->parameters().front().device()));
   return at::log_softmax(logits.select(1, logits.size(1) - 1) / temperature_, -1);

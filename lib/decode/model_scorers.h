@@ -6,9 +6,12 @@
 #include <ATen/Tensor.h>
 
 #include <functional>
+#include <memory>
+#include <string>
 
 #include "decode/attention_rescoring.h"
 #include "decode/sequence_scorer.h"
+#include "models/encoder.h"
 #include "models/transformer_asr.h"
 #include "models/transformer_lm.h"
 
@@ -25,9 +28,9 @@ using DecoderFn =
 DecoderFn transformer_asr_decoder(models::TransformerASR model, OutputHead head);
 
 // Every step re-runs the decoder over the whole prefix, as SpeechBrain's
-// S2STransformerBeamSearcher does (reference §2.5): no KV cache and no recurrent Mamba stepping
-// yet, so a step costs O(U) decoder positions (O(U^2) attention) and, for the Mamba decoder, a
-// scan over the encoder memory per layer. Outputs equal SpeechBrain's up to numerics.
+// S2STransformerBeamSearcher does (reference §2.5): a step costs O(U) decoder positions (O(U^2)
+// attention) and, for the Mamba decoder, a scan over the encoder memory per layer. Outputs equal
+// SpeechBrain's up to numerics; IncrementalScorer is the fast equivalent.
 class AsrDecoderScorer : public SequenceScorer {
  public:
   // memory: (B, T, d) encoder output; memory_lengths: int64 (B) valid frames.
@@ -45,17 +48,50 @@ class AsrDecoderScorer : public SequenceScorer {
   double temperature_;
 };
 
-// SpeechBrain's TransformerLMScorer: the whole prefix (bos first) through the LM at every step,
-// log_softmax(logits / temperature) of the last position.
+// A model stepped one token per search step with its own state (KV caches, recurrent Mamba
+// states): only each row's last token is fed, the state is reordered with the beams.
+// log_softmax(out / temperature) of the step's output is returned.
+class IncrementalScorer : public SequenceScorer {
+ public:
+  // (batch, beam) -> a fresh state for batch * beam rows.
+  using StartFn = std::function<std::unique_ptr<models::DecoderState>(int64_t, int64_t)>;
+  // (last tokens int64 (N), state) -> logits or log-probabilities (N, V); advances the state.
+  using StepFn = std::function<at::Tensor(const at::Tensor&, models::DecoderState&)>;
+  IncrementalScorer(std::string name, StartFn start, StepFn step, double temperature = 1.0);
+  void start(int64_t batch, int64_t beam) override;
+  // tokens (N, U) must extend the previous call's by one column (U = steps so far + 1).
+  at::Tensor next_log_probs(const at::Tensor& tokens) override;
+  void reorder(const at::Tensor& parents) override;
+
+ private:
+  std::string name_;
+  StartFn start_fn_;
+  StepFn step_fn_;
+  double temperature_;
+  std::unique_ptr<models::DecoderState> state_;
+};
+
+// The TransformerASR decoder (+ head) stepped incrementally over memory (B, T, d).
+std::unique_ptr<IncrementalScorer> incremental_asr_decoder(models::TransformerASR model,
+                                                           OutputHead head, at::Tensor memory,
+                                                           at::Tensor memory_lengths,
+                                                           double temperature = 1.0);
+
+// SpeechBrain's TransformerLMScorer: log_softmax(logits / temperature) of the token after the
+// prefix (bos first). With `cache` (and an LM that can_step()), the LM is stepped with a
+// key/value cache; otherwise the whole prefix is re-run at every step, as SpeechBrain does.
 class TransformerLmScorer : public SequenceScorer {
  public:
-  explicit TransformerLmScorer(models::TransformerLM lm, double temperature = 1.0);
-  void start(int64_t, int64_t) override {}
+  explicit TransformerLmScorer(models::TransformerLM lm, double temperature = 1.0,
+                               bool cache = true);
+  void start(int64_t batch, int64_t beam) override;
   at::Tensor next_log_probs(const at::Tensor& tokens) override;
+  void reorder(const at::Tensor& parents) override;
 
  private:
   models::TransformerLM lm_;
   double temperature_;
+  std::unique_ptr<IncrementalScorer> incremental_;
 };
 
 }  // namespace masr::decode

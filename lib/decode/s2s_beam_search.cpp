@@ -53,6 +53,7 @@ void S2SBeamSearchOptions::validate() const {
   if (ctc_weight < 0 || ctc_weight > 1)
     fail("ctc_weight must be in [0, 1], got " + std::to_string(ctc_weight));
   if (lm_weight < 0) fail("lm_weight must be >= 0, got " + std::to_string(lm_weight));
+  if (ctc_pre_beam < 0) fail("ctc_pre_beam must be >= 0, got " + std::to_string(ctc_pre_beam));
   if (max_decode_ratio <= 0 || min_decode_ratio < 0 || min_decode_ratio > max_decode_ratio) {
     fail("decode ratios must satisfy 0 <= min_decode_ratio <= max_decode_ratio, max > 0; got " +
          std::to_string(min_decode_ratio) + " and " + std::to_string(max_decode_ratio));
@@ -64,7 +65,8 @@ std::string S2SBeamSearchOptions::to_string() const {
   out << "beam_size=" << beam_size << " ctc_weight=" << ctc_weight << " lm_weight=" << lm_weight
       << " bos=" << bos << " eos=" << eos << " blank=" << blank
       << " min_decode_ratio=" << min_decode_ratio << " max_decode_ratio=" << max_decode_ratio
-      << " length_normalization=" << length_normalization << " nbest=" << nbest;
+      << " length_normalization=" << length_normalization << " nbest=" << nbest
+      << " ctc_pre_beam=" << ctc_pre_beam;
   return out.str();
 }
 
@@ -108,13 +110,15 @@ std::vector<std::vector<S2SHypothesis>> S2SBeamSearch::search(int64_t frames,
   Finished finished{std::vector<std::vector<S2SHypothesis>>(batch), beam};
   const int64_t min_steps = static_cast<int64_t>(frames * o.min_decode_ratio);
   const int64_t max_steps = static_cast<int64_t>(frames * o.max_decode_ratio);
+  const int64_t pre_beam = (use_attention || use_lm) && o.ctc_pre_beam > 0
+                               ? std::max<int64_t>(1, static_cast<int64_t>(o.ctc_pre_beam * beam))
+                               : 0;
   for (int64_t step = 0; step < max_steps && !finished.full(); ++step) {
     const at::Tensor prefix = at::cat({at::full({n, 1}, o.bos, long_options), alive}, 1);
     at::Tensor logp;
     if (use_attention)
       logp = (1.0 - o.ctc_weight) * decoder->next_log_probs(prefix).to(device, at::kFloat);
-    at::Tensor ctc_delta = use_ctc ? ctc->score(last_tokens) : at::Tensor();
-    if (!logp.defined()) logp = at::zeros_like(ctc_delta);
+    if (!logp.defined()) logp = at::zeros({n, ctc_log_probs.size(2)}, sequence_scores.options());
     if (step < min_steps) logp.select(1, o.eos).fill_(kMinusInf);
     if (o.using_eos_threshold) {
       const at::Tensor max_logp = std::get<0>(logp.max(1));
@@ -122,11 +126,13 @@ std::vector<std::vector<S2SHypothesis>> S2SBeamSearch::search(int64_t frames,
       logp.select(1, o.eos).copy_(at::where(eos_logp > o.eos_threshold * max_logp, eos_logp,
                                             at::full_like(eos_logp, kMinusInf)));
     }
-    if (use_ctc) {
-      logp.select(1, o.blank).fill_(kMinusInf);  // blank (= unk) can never be emitted
-      logp = logp + o.ctc_weight * ctc_delta;
-    }
+    if (use_ctc) logp.select(1, o.blank).fill_(kMinusInf);  // blank (= unk) is never emitted
     if (use_lm) logp = logp + o.lm_weight * lm->next_log_probs(prefix).to(device, at::kFloat);
+    if (use_ctc) {
+      at::Tensor candidates;  // the pre-beam; undefined = the full vocabulary
+      if (pre_beam > 0) candidates = std::get<1>(logp.topk(std::min(pre_beam, logp.size(1)), 1));
+      logp = logp + o.ctc_weight * ctc->score(last_tokens, candidates);
+    }
     const int64_t vocab = logp.size(1);
     scores = sequence_scores.unsqueeze(1) + logp;
     if (o.length_normalization) scores = scores / static_cast<double>(step + 1);

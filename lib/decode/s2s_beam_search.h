@@ -1,7 +1,7 @@
 // lib/decode/s2s_beam_search.h
 // Joint CTC/attention beam search with neural LM shallow fusion, with the semantics of
 // SpeechBrain v1.0's S2SBeamSearcher (reference §4.1): weights, blocked blank, length
-// normalization, eos handling, decoding-length limits.
+// normalization, eos handling, decoding-length limits; CTC optionally scored on a pre-beam.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -26,6 +26,10 @@ struct S2SBeamSearchOptions {
   bool using_eos_threshold = false;  // keep eos only if logp_eos > eos_threshold * max logp
   double eos_threshold = 1.5;
   int64_t nbest = 1;
+  // Partial CTC scoring (ESPnet's pre-beam): CTC scores only the int(ctc_pre_beam * beam_size)
+  // best tokens of each hypothesis by the attention (+ LM) scores, the others get -1e20.
+  // 0 = every token (SpeechBrain's full scorer); with ctc_weight 1 it is always full.
+  double ctc_pre_beam = 1.5;
 
   void validate() const;  // throws a config error naming the option
   std::string to_string() const;

@@ -213,6 +213,24 @@ at::Tensor AsrModel::decoder_log_probs(const at::Tensor& enc, const at::Tensor& 
   return torch::log_softmax(seq_lin_->forward(dec), -1);
 }
 
+std::unique_ptr<DecoderState> AsrModel::start_decoding(const at::Tensor& enc,
+                                                       const at::Tensor& enc_lens, int64_t beam) {
+  if (!seq_lin_) {
+    throw_config_error("AsrModel.start_decoding: a '" + model_type_ +
+                       "' model has no attention decoder");
+  }
+  return transformer_->start_decoding(enc, enc_lens, beam);
+}
+
+at::Tensor AsrModel::decoder_step_log_probs(const at::Tensor& tokens, DecoderState& state) {
+  if (!seq_lin_) {
+    throw_config_error("AsrModel.decoder_step_log_probs: a '" + model_type_ +
+                       "' model has no attention decoder");
+  }
+  const at::Tensor dec = transformer_->decode_step(tokens, state, pad_index_);
+  return torch::log_softmax(seq_lin_->forward(dec), -1);
+}
+
 std::vector<at::Tensor> AsrModel::parameters() const { return root_->parameters(true); }
 
 std::vector<std::pair<std::string, at::Tensor>> AsrModel::named_state() const {

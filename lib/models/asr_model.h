@@ -30,6 +30,7 @@ class Tokenizer;
 namespace masr::models {
 
 struct TransformerASRImpl;
+struct DecoderState;
 
 // The encoder output of a batch.
 struct Encoded {
@@ -96,6 +97,12 @@ class AsrModel {
   // Throws a config error for a CTC model.
   at::Tensor decoder_log_probs(const at::Tensor& enc, const at::Tensor& enc_lens,
                                const at::Tensor& tokens_bos);
+  // Incremental decoding (KV caches, recurrent Mamba states) of `beam` rows per utterance of enc.
+  std::unique_ptr<DecoderState> start_decoding(const at::Tensor& enc, const at::Tensor& enc_lens,
+                                               int64_t beam);
+  // tokens: int64 (N) every row's next token (bos first) -> (N, V) log-probabilities of seq_lin,
+  // equal to decoder_log_probs at that position.
+  at::Tensor decoder_step_log_probs(const at::Tensor& tokens, DecoderState& state);
 
   // Every trainable parameter (CNN, Transformer, ctc_lin, seq_lin); the normalization has none.
   std::vector<at::Tensor> parameters() const;

@@ -2,6 +2,8 @@
 // Mamba decoder layers.
 #include "models/mamba_decoder.h"
 
+#include "core/error.h"
+
 namespace masr::models {
 
 MambaDecoderLayerImpl::MambaDecoderLayerImpl(const MambaDecoderConfig& c)
@@ -52,6 +54,32 @@ at::Tensor MambaDecoderLayerImpl::forward(const at::Tensor& input, const at::Ten
   return normalize_before ? t : norm3->forward(t);
 }
 
+at::Tensor MambaDecoderLayerImpl::step(const at::Tensor& input, MambaStepState& self,
+                                       MambaStepState& cross_state) {
+  at::Tensor t = input;
+  at::Tensor in = normalize_before ? norm1->forward(t) : t;
+  t = t + mamba_step(*self_mamba, in, self);
+  if (!normalize_before) t = norm1->forward(t);
+  in = normalize_before ? norm2->forward(t) : t;
+  t = t + mamba_step(*cross_mamba, in, cross_state);
+  if (!normalize_before) t = norm2->forward(t);
+  in = normalize_before ? norm3->forward(t) : t;
+  t = t + pos_ffn->forward(in);
+  return normalize_before ? t : norm3->forward(t);
+}
+
+namespace {
+
+struct MambaDecoderState : DecoderState {
+  std::vector<MambaStepState> self, cross;  // per layer
+  void reorder(const at::Tensor& rows) override {
+    for (auto& s : self) s.reorder(rows);
+    for (auto& s : cross) s.reorder(rows);
+  }
+};
+
+}  // namespace
+
 MambaDecoder::MambaDecoder(const MambaDecoderConfig& c) {
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(MambaDecoderLayer(c));
@@ -64,6 +92,34 @@ at::Tensor MambaDecoder::forward(const at::Tensor& tgt, const at::Tensor& /*tgt_
   for (const auto& layer : *layers) {
     out = layer->as<MambaDecoderLayerImpl>()->forward(out, memory, memory_lengths);
   }
+  return norm->forward(out);
+}
+
+std::unique_ptr<DecoderState> MambaDecoder::start(const at::Tensor& memory,
+                                                  const at::Tensor& memory_lengths, int64_t beam) {
+  if (beam < 1) throw_config_error("MambaDecoder::start: beam must be >= 1");
+  auto state = std::make_unique<MambaDecoderState>();
+  const int64_t rows = memory.size(0) * beam;
+  for (const auto& layer : *layers) {
+    auto* l = layer->as<MambaDecoderLayerImpl>();
+    state->self.push_back(mamba_initial_state(*l->self_mamba, rows, memory.options()));
+    MambaStepState cross = mamba_prefill(*l->cross_mamba, memory, memory_lengths);
+    cross.conv = cross.conv.repeat_interleave(beam, 0);
+    cross.ssm = cross.ssm.repeat_interleave(beam, 0);
+    state->cross.push_back(std::move(cross));
+  }
+  return state;
+}
+
+at::Tensor MambaDecoder::step(const at::Tensor& tgt, const at::Tensor& /*tgt_padding*/,
+                              DecoderState& state_base) {
+  auto* state = dynamic_cast<MambaDecoderState*>(&state_base);
+  if (state == nullptr) throw_input_error("MambaDecoder::step: not a Mamba decoder state");
+  at::Tensor out = tgt;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    out = (*layers)[i]->as<MambaDecoderLayerImpl>()->step(out, state->self[i], state->cross[i]);
+  }
+  ++state->steps;
   return norm->forward(out);
 }
 

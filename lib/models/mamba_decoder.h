@@ -5,6 +5,7 @@
 #pragma once
 
 #include "models/encoder.h"
+#include "models/mamba_step.h"
 #include "nn/activation.h"
 #include "nn/feed_forward.h"
 #include "nn/mamba.h"
@@ -29,6 +30,8 @@ struct MambaDecoderLayerImpl : torch::nn::Module {
   // (upstream concatenates the padded memory, so padding leaks in for batches > 1).
   at::Tensor forward(const at::Tensor& tgt, const at::Tensor& memory,
                      const at::Tensor& memory_lengths);
+  // One position (N, 1, d) with the self- and cross-Mamba states of its rows.
+  at::Tensor step(const at::Tensor& tgt, MambaStepState& self, MambaStepState& cross);
   nn::Mamba self_mamba{nullptr}, cross_mamba{nullptr};
   nn::PositionwiseFeedForward pos_ffn{nullptr};
   nn::SbLayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
@@ -47,6 +50,12 @@ struct MambaDecoder : Decoder {
   // real position.
   at::Tensor forward(const at::Tensor& tgt, const at::Tensor& tgt_padding, const at::Tensor& memory,
                      const at::Tensor& memory_lengths) override;
+  // Recurrent stepping (reference §2.5): each cross-Mamba's state after its utterance's memory
+  // frames is computed once here, then both Mambas advance one token per step.
+  std::unique_ptr<DecoderState> start(const at::Tensor& memory, const at::Tensor& memory_lengths,
+                                      int64_t beam) override;
+  at::Tensor step(const at::Tensor& tgt, const at::Tensor& tgt_padding,
+                  DecoderState& state) override;
   torch::nn::ModuleList layers{nullptr};
   nn::SbLayerNorm norm{nullptr};
 };

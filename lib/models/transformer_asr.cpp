@@ -159,6 +159,34 @@ at::Tensor TransformerASRImpl::decode(const at::Tensor& tokens, const at::Tensor
   return decoder_->forward(tgt, tgt_padding, encoder_out, encoder_lengths);
 }
 
+std::unique_ptr<DecoderState> TransformerASRImpl::start_decoding(const at::Tensor& encoder_out,
+                                                                 const at::Tensor& encoder_lengths,
+                                                                 int64_t beam) {
+  if (!decoder_) {
+    throw_config_error(
+        "TransformerASR.start_decoding: the model has no decoder (num_decoder_layers 0)");
+  }
+  return decoder_->start(encoder_out, encoder_lengths, beam);
+}
+
+at::Tensor TransformerASRImpl::decode_step(const at::Tensor& tokens, DecoderState& state,
+                                           int64_t pad_index) {
+  if (!decoder_) {
+    throw_config_error(
+        "TransformerASR.decode_step: the model has no decoder (num_decoder_layers 0)");
+  }
+  at::Tensor tgt = tgt_embedding->forward(tokens.view({-1, 1}));  // (N, 1, d)
+  nn::PositionalEncoding& pe = decoder_pe_ ? decoder_pe_ : positional_encoding_;
+  if (pe) {
+    if (state.steps >= pe->pe.size(1)) {
+      throw_input_error("TransformerASR.decode_step: position " + std::to_string(state.steps) +
+                        " is past max_length " + std::to_string(pe->pe.size(1)));
+    }
+    tgt = tgt + pe->pe.narrow(1, state.steps, 1).to(tgt.scalar_type());
+  }
+  return decoder_->step(tgt, tokens.view({-1, 1}).eq(pad_index), state).squeeze(1);
+}
+
 std::pair<at::Tensor, at::Tensor> TransformerASRImpl::forward(const at::Tensor& src,
                                                               const at::Tensor& tokens,
                                                               const at::Tensor& lengths,

@@ -52,6 +52,12 @@ struct TransformerASRImpl : torch::nn::Module {
   // tokens: int64 (B, U), pad_index = padding; encoder_out: (B, T, d). Returns (B, U, d).
   at::Tensor decode(const at::Tensor& tokens, const at::Tensor& encoder_out,
                     const at::Tensor& encoder_lengths = {}, int64_t pad_index = 0);
+  // Incremental decoding, `beam` rows per utterance of encoder_out (B, T, d): start, then one
+  // decode_step per token. tokens: int64 (N) each row's next token (bos first) -> (N, d), equal
+  // to decode()'s output at that position.
+  std::unique_ptr<DecoderState> start_decoding(const at::Tensor& encoder_out,
+                                               const at::Tensor& encoder_lengths, int64_t beam);
+  at::Tensor decode_step(const at::Tensor& tokens, DecoderState& state, int64_t pad_index = 0);
   // Both: (encoder_out, decoder_out); decoder_out is undefined without a decoder.
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& src, const at::Tensor& tokens,
                                             const at::Tensor& lengths = {}, int64_t pad_index = 0);

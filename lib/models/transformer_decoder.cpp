@@ -2,6 +2,7 @@
 // Transformer decoder layers.
 #include "models/transformer_decoder.h"
 
+#include "core/error.h"
 #include "nn/masks.h"
 
 namespace masr::models {
@@ -37,6 +38,35 @@ at::Tensor TransformerDecoderLayerImpl::forward(const at::Tensor& input, const a
   return normalize_before ? t : norm3->forward(t);
 }
 
+at::Tensor TransformerDecoderLayerImpl::step(const at::Tensor& input, SelfAttentionCache& cache,
+                                             const KeyValue& memory,
+                                             const at::Tensor& memory_padding,
+                                             const at::Tensor& tgt_padding) {
+  at::Tensor t = input;
+  at::Tensor in = normalize_before ? norm1->forward(t) : t;
+  t = t + cache.step(*self_attn, in, tgt_padding);
+  if (!normalize_before) t = norm1->forward(t);
+  in = normalize_before ? norm2->forward(t) : t;
+  t = t + attend(*mutihead_attn, in, memory, memory_padding);
+  if (!normalize_before) t = norm2->forward(t);
+  in = normalize_before ? norm3->forward(t) : t;
+  t = t + pos_ffn->forward(in);
+  return normalize_before ? t : norm3->forward(t);
+}
+
+namespace {
+
+struct TransformerDecoderState : DecoderState {
+  std::vector<SelfAttentionCache> self;  // per layer, per row
+  std::vector<KeyValue> memory;          // per layer, per utterance
+  at::Tensor memory_padding;             // bool (B, S) or undefined
+  void reorder(const at::Tensor& rows) override {
+    for (auto& cache : self) cache.reorder(rows);
+  }
+};
+
+}  // namespace
+
 TransformerDecoder::TransformerDecoder(const TransformerDecoderConfig& c) {
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(TransformerDecoderLayer(c));
@@ -55,6 +85,34 @@ at::Tensor TransformerDecoder::forward(const at::Tensor& tgt, const at::Tensor& 
     out = layer->as<TransformerDecoderLayerImpl>()->forward(out, memory, tgt_mask, tgt_padding,
                                                             memory_padding);
   }
+  return norm->forward(out);
+}
+
+std::unique_ptr<DecoderState> TransformerDecoder::start(const at::Tensor& memory,
+                                                        const at::Tensor& memory_lengths,
+                                                        int64_t beam) {
+  if (beam < 1) throw_config_error("TransformerDecoder::start: beam must be >= 1");
+  auto state = std::make_unique<TransformerDecoderState>();
+  if (memory_lengths.defined())
+    state->memory_padding = nn::padding_mask(memory_lengths.to(memory.device()), memory.size(1));
+  for (const auto& layer : *layers) {
+    auto* l = layer->as<TransformerDecoderLayerImpl>();
+    state->memory.push_back(project_key_value(*l->mutihead_attn, memory));
+    state->self.emplace_back();
+  }
+  return state;
+}
+
+at::Tensor TransformerDecoder::step(const at::Tensor& tgt, const at::Tensor& tgt_padding,
+                                    DecoderState& state_base) {
+  auto* state = dynamic_cast<TransformerDecoderState*>(&state_base);
+  if (state == nullptr) throw_input_error("TransformerDecoder::step: not a Transformer state");
+  at::Tensor out = tgt;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    out = (*layers)[i]->as<TransformerDecoderLayerImpl>()->step(
+        out, state->self[i], state->memory[i], state->memory_padding, tgt_padding);
+  }
+  ++state->steps;
   return norm->forward(out);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "models/encoder.h"
+#include "models/incremental_attention.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/feed_forward.h"
@@ -26,6 +27,9 @@ struct TransformerDecoderLayerImpl : torch::nn::Module {
   explicit TransformerDecoderLayerImpl(const TransformerDecoderConfig& config);
   at::Tensor forward(const at::Tensor& tgt, const at::Tensor& memory, const at::Tensor& tgt_mask,
                      const at::Tensor& tgt_padding, const at::Tensor& memory_padding);
+  // One position (N, 1, d) with this layer's self-attention cache and the memory's keys/values.
+  at::Tensor step(const at::Tensor& tgt, SelfAttentionCache& cache, const KeyValue& memory,
+                  const at::Tensor& memory_padding, const at::Tensor& tgt_padding);
   nn::MultiheadAttention self_attn{nullptr}, mutihead_attn{nullptr};
   nn::PositionwiseFeedForward pos_ffn{nullptr};
   nn::SbLayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
@@ -38,6 +42,11 @@ struct TransformerDecoder : Decoder {
   explicit TransformerDecoder(const TransformerDecoderConfig& config);
   at::Tensor forward(const at::Tensor& tgt, const at::Tensor& tgt_padding, const at::Tensor& memory,
                      const at::Tensor& memory_lengths) override;
+  // Cross-attention keys/values are projected once per utterance and shared by its rows.
+  std::unique_ptr<DecoderState> start(const at::Tensor& memory, const at::Tensor& memory_lengths,
+                                      int64_t beam) override;
+  at::Tensor step(const at::Tensor& tgt, const at::Tensor& tgt_padding,
+                  DecoderState& state) override;
   torch::nn::ModuleList layers{nullptr};
   nn::SbLayerNorm norm{nullptr};
 };

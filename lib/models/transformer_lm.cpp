@@ -3,6 +3,7 @@
 #include "models/transformer_lm.h"
 
 #include "core/error.h"
+#include "models/incremental_attention.h"
 #include "nn/masks.h"
 
 namespace masr::models {
@@ -64,6 +65,55 @@ at::Tensor TransformerLMImpl::forward(const at::Tensor& tokens, int64_t pad_inde
   x = x + positional_encoding->forward(x);
   x = encoder->forward_masked(x, attn_mask, padding);
   return proj_out->forward(proj_norm->forward(proj_in->forward(x)));
+}
+
+namespace {
+
+struct TransformerLMState : DecoderState {
+  std::vector<SelfAttentionCache> layers;
+  void reorder(const at::Tensor& rows) override {
+    for (auto& cache : layers) cache.reorder(rows);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DecoderState> TransformerLMImpl::start_state() const {
+  auto state = std::make_unique<TransformerLMState>();
+  state->layers.resize(static_cast<size_t>(config.num_encoder_layers));
+  return state;
+}
+
+at::Tensor TransformerLMImpl::step(const at::Tensor& tokens, DecoderState& state_base,
+                                   int64_t pad_index) {
+  if (!can_step()) {
+    throw_config_error(
+        "TransformerLM.step: only a causal LM with regularMHA attention can be stepped");
+  }
+  auto* state = dynamic_cast<TransformerLMState*>(&state_base);
+  if (state == nullptr) throw_input_error("TransformerLM.step: not a TransformerLM state");
+  if (state->steps >= positional_encoding->pe.size(1)) {
+    throw_input_error("TransformerLM.step: position " + std::to_string(state->steps) +
+                      " is past max_len " + std::to_string(positional_encoding->pe.size(1)));
+  }
+  const at::Tensor column = tokens.view({-1, 1});
+  at::Tensor x = custom_src_module->forward(column);
+  if (embedding_proj) x = embedding_proj->forward(x);
+  x = x + positional_encoding->pe.narrow(1, state->steps, 1).to(x.scalar_type());
+  const at::Tensor padding = column.eq(pad_index);
+  for (size_t i = 0; i < encoder->layers->size(); ++i) {
+    auto* layer = (*encoder->layers)[i]->as<TransformerEncoderLayerImpl>();
+    const bool pre = layer->normalize_before;
+    const at::Tensor in = pre ? layer->norm1->forward(x) : x;
+    x = x + state->layers[i].step(*layer->self_att, in, padding);
+    if (!pre) x = layer->norm1->forward(x);
+    const at::Tensor ffn_in = pre ? layer->norm2->forward(x) : x;
+    x = x + layer->pos_ffn->forward(ffn_in);
+    if (!pre) x = layer->norm2->forward(x);
+  }
+  ++state->steps;
+  x = encoder->norm->forward(x);
+  return proj_out->forward(proj_norm->forward(proj_in->forward(x))).squeeze(1);
 }
 
 }  // namespace masr::models

@@ -31,6 +31,13 @@ struct TransformerLMImpl : torch::nn::Module {
   explicit TransformerLMImpl(const TransformerLMConfig& config);
   // tokens: int64 (B, U); tokens equal to pad_index are masked as keys. Returns logits (B, U, V).
   at::Tensor forward(const at::Tensor& tokens, int64_t pad_index = 0);
+  // Incremental stepping with a key/value cache per layer: a causal LM with regular attention
+  // only (RelPosMHAXL's relative positions are not cached; can_step() is false then).
+  bool can_step() const { return config.causal && !config.relative_attention; }
+  std::unique_ptr<DecoderState> start_state() const;
+  // tokens: int64 (N), every row's next token (bos first) -> logits (N, V), equal to forward's
+  // at that position. Throws a config error when !can_step().
+  at::Tensor step(const at::Tensor& tokens, DecoderState& state, int64_t pad_index = 0);
 
   nn::NormalizedEmbedding custom_src_module{nullptr};
   nn::SbLinear embedding_proj{nullptr};

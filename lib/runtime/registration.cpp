@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 
 #include "data/benchmarks.h"
+#include "decode/decode_benchmark.h"
 #include "features/augment_registration.h"
 #include "features/registration.h"
 #include "models/register.h"
@@ -31,6 +32,7 @@ void register_seed(hparams::Registry& registry) {
 void register_all_classes(hparams::Registry& registry) {
   register_seed(registry);
   data::register_data_benchmarks();
+  decode::register_decode_benchmarks();
   features::register_augment_classes(registry);
   features::register_features_classes(registry);
   ops::register_ops_benchmarks();
