@@ -25,7 +25,8 @@ struct TrainOptions {
   bool average_only = false;
   int64_t ckpt_every_steps = -1;
   double ckpt_every_minutes = -1.0;
-  int nproc = 0;  // 0: not given
+  int nproc = 0;
+  bool nproc_given = false;
 };
 
 // SIGINT/SIGTERM ask the trainer to write a checkpoint and stop at the next optimizer step; a
@@ -110,7 +111,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
                 "train: give an hparams file, e.g. mamba-asr train "
                 "hparams/CTC/conmamba_tiny.yaml --dry-run");
   }
-  if (options.nproc != 0) {
+  if (options.nproc_given) {
     if (options.nproc < 1) {
       throw Error(ErrorKind::kUsage, "train: --nproc " + std::to_string(options.nproc) +
                                          " must be at least 1 (the number of local processes)");
@@ -191,16 +192,20 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                   "Also checkpoint every N optimizer steps (hparams ckpt_interval_steps)");
   cmd->add_option("--ckpt-every-minutes", options->ckpt_every_minutes,
                   "Also checkpoint every M minutes inside epochs (hparams ckpt_interval_minutes)");
-  cmd->add_option("--nproc", options->nproc,
-                  "Train with N local processes (data parallel: Gloo on the CPU, NCCL with one GPU "
-                  "per process); each gets torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, "
-                  "MASTER_PORT");
+  CLI::Option* nproc = cmd->add_option(
+      "--nproc", options->nproc,
+      "Train with N local processes (data parallel: Gloo on the CPU, NCCL with one GPU "
+      "per process); each gets torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, "
+      "MASTER_PORT");
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");
   add_global_options(*cmd, global);
   cmd->allow_extras();      // --key value overrides ...
   cmd->fallthrough(false);  // ... stay here instead of reaching the root's parser
-  return [options, cmd, &global] { return run_train(*options, global, cmd->remaining()); };
+  return [options, cmd, nproc, &global] {
+    options->nproc_given = nproc->count() > 0;
+    return run_train(*options, global, cmd->remaining());
+  };
 }
 
 }  // namespace masr::cli

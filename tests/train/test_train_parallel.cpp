@@ -22,15 +22,27 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The tiny CTC recipe without dropout (its masks come from each process's global generator);
-// augmentation stays on: its generator is seeded by the batch's index in the epoch, which rank r
-// of N reproduces (trainer.cpp).
-std::string tiny_args(const std::string& corpus, const std::string& out, int accumulation) {
-  std::string args = testing::tiny_ctc_args(corpus, out, 2);
+void replace_once(std::string& text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+}
+
+// The tiny CTC recipe without dropout (its masks come from each process's global generator, and
+// the CNN front end's dropout defaults to 0.1 as in SpeechBrain), written to `dir`. Augmentation
+// stays on: its generator is seeded by the batch's index in the epoch, which rank r of N
+// reproduces (trainer.cpp).
+std::string tiny_args(const std::string& dir, int accumulation) {
+  std::string yaml = read_file(std::string(MASR_SOURCE_DIR) + "/hparams/CTC/conmamba_tiny.yaml");
+  replace_once(yaml, "    residuals: (False, False)\n",
+               "    residuals: (False, False)\n    dropout: 0.0\n");
+  write_file_atomically(dir + "/tiny.yaml", yaml);
+  const std::string out = dir + "/out" + std::to_string(accumulation);
+  std::string args = testing::tiny_ctc_args(dir + "/corpus", out, 2);
+  replace_once(args, std::string(MASR_SOURCE_DIR) + "/hparams/CTC/conmamba_tiny.yaml",
+               dir + "/tiny.yaml");
   auto set = [&args](const std::string& from, const std::string& to) {
-    const size_t at = args.find(from);
-    REQUIRE(at != std::string::npos);
-    args.replace(at, from.size(), to);
+    replace_once(args, from, to);
   };
   set("--transformer_dropout 0.1", "--transformer_dropout 0.0");
   set("--grad_accumulation_factor 1", "--grad_accumulation_factor " + std::to_string(accumulation));
@@ -59,15 +71,15 @@ TEST_CASE("train --nproc 2 ends with the parameters of one process accumulating 
   testing::TempDir dir("train_ddp");
   testing::write_synth_corpus(dir.file("corpus"));  // 8 utterances: 8 batches of 1 per epoch
   const std::string exe = testing::mamba_asr_exe();
-  REQUIRE(testing::run_command(exe + " train " + tiny_args(dir.file("corpus"), dir.file("one"), 2) +
-                               " 2> " + dir.file("one.log")) == 0);
-  const int rc = testing::run_command(exe + " train --nproc 2 " +
-                                      tiny_args(dir.file("corpus"), dir.file("two"), 1) + " 2> " +
+  // One process accumulating 2 batches (out2), two ranks with 1 each (out1).
+  REQUIRE(testing::run_command(exe + " train " + tiny_args(dir.str(), 2) + " 2> " +
+                               dir.file("one.log")) == 0);
+  const int rc = testing::run_command(exe + " train --nproc 2 " + tiny_args(dir.str(), 1) + " 2> " +
                                       dir.file("two.log"));
   INFO(read_file(dir.file("two.log")));
   REQUIRE(rc == 0);
-  const auto one = models::read_checkpoint(dir.file("one/model.masr")).state;
-  const auto two = models::read_checkpoint(dir.file("two/model.masr")).state;
+  const auto one = models::read_checkpoint(dir.file("out2/model.masr")).state;
+  const auto two = models::read_checkpoint(dir.file("out1/model.masr")).state;
   REQUIRE(one.size() == two.size());
   double worst = 0.0;
   for (size_t i = 0; i < one.size(); ++i) {
@@ -82,9 +94,10 @@ TEST_CASE("train --nproc 2 ends with the parameters of one process accumulating 
     worst = std::max(worst, diff);
     CHECK(diff < 1e-5);
   }
-  // Same steps, so the parameters moved the same way; they did move (training happened).
+  // Measured: 0 (x/2 + y/2 and (x + y)/2 round alike); with the CNN's default dropout 0.1 it is
+  // about 1.6, so the comparison does bite.
   WARN("largest relative difference: " << worst);
-  const std::string log = read_file(dir.file("two/train_log.txt"));
+  const std::string log = read_file(dir.file("out1/train_log.txt"));
   CHECK(log.find("epoch: 2") != std::string::npos);
 }
 
@@ -93,8 +106,7 @@ TEST_CASE("train --nproc 2: a rank that dies stops the others and names the rank
   testing::TempDir dir("train_ddp_fail");
   testing::write_synth_corpus(dir.file("corpus"), 8);
   const std::string command = testing::mamba_asr_exe() + " train --nproc 2 " +
-                              tiny_args(dir.file("corpus"), dir.file("out"), 1) + " > " +
-                              dir.file("log.txt") + " 2>&1";
+                              tiny_args(dir.str(), 1) + " > " + dir.file("log.txt") + " 2>&1";
   const pid_t shell = fork();
   REQUIRE(shell >= 0);
   if (shell == 0) {
