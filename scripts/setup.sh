@@ -12,6 +12,8 @@ PACKAGES=(
   # libraries mamba-asr links
   libtorch-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libsndfile1-dev libsoxr-dev
   libsentencepiece-dev sentencepiece
+  # data-parallel CPU training: the headers of the Gloo inside libtorch_cpu
+  libgloo-dev
   # tests: Catch2 v2, and the independent references the parity tests run
   catch2 python3 python3-torch python3-torchaudio python3-numpy
   # corpus synthesis for tests and the quick-start recipe

@@ -1,12 +1,17 @@
 // apps/mamba-asr/train.cpp
 // `mamba-asr train HPARAMS [--key value ...]`: trains what an hparams file describes.
 #include <csignal>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "commands.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "hparams/hparams.h"
+#include "runtime/device.h"
+#include "train/c10d_data_parallel.h"
+#include "train/local_launcher.h"
 #include "train/trainer.h"
 
 namespace masr::cli {
@@ -20,6 +25,8 @@ struct TrainOptions {
   bool average_only = false;
   int64_t ckpt_every_steps = -1;
   double ckpt_every_minutes = -1.0;
+  int nproc = 0;
+  bool nproc_given = false;
 };
 
 // SIGINT/SIGTERM ask the trainer to write a checkpoint and stop at the next optimizer step; a
@@ -62,6 +69,37 @@ void list_classes() {
   }
 }
 
+// This process's command line without `--nproc N` / `--nproc=N`, for the ranks it starts.
+std::vector<std::string> command_line_without_nproc() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (size_t start = 0; start < raw.size();) {
+    const size_t end = raw.find('\0', start);
+    args.push_back(raw.substr(start, end - start));
+    start = end == std::string::npos ? raw.size() : end + 1;
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--nproc") {
+      ++i;  // and its value
+    } else if (args[i].rfind("--nproc=", 0) != 0) {
+      out.push_back(args[i]);
+    }
+  }
+  return out;
+}
+
+// The device of this rank: cuda / auto-with-CUDA become cuda:LOCAL_RANK (one GPU per rank).
+std::string rank_device(const std::string& device, int local_rank) {
+  const runtime::DeviceChoice choice = runtime::resolve_device(runtime::parse_device(device));
+  if (choice.type == runtime::DeviceChoice::Type::kCuda) {
+    if (choice.index >= 0 && device.find(':') != std::string::npos) return choice.str();
+    return "cuda:" + std::to_string(local_rank);
+  }
+  return choice.str();
+}
+
 int run_train(const TrainOptions& options, const GlobalOptions& global,
               const std::vector<std::string>& extras) {
   if (options.list_classes) {
@@ -72,6 +110,20 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
     throw Error(ErrorKind::kUsage,
                 "train: give an hparams file, e.g. mamba-asr train "
                 "hparams/CTC/conmamba_tiny.yaml --dry-run");
+  }
+  if (options.nproc_given) {
+    if (options.nproc < 1) {
+      throw Error(ErrorKind::kUsage, "train: --nproc " + std::to_string(options.nproc) +
+                                         " must be at least 1 (the number of local processes)");
+    }
+    if (std::getenv("WORLD_SIZE") != nullptr) {
+      throw Error(ErrorKind::kUsage,
+                  "train: --nproc is given but WORLD_SIZE is set (already a launched rank?); "
+                  "use one or the other");
+    }
+    if (!options.dry_run && !options.average_only && !options.list_classes) {
+      return train::run_local_ranks(options.nproc, command_line_without_nproc());
+    }
   }
   hparams::LoadOptions load;
   load.overrides = hparams::parse_override_args(extras);
@@ -88,6 +140,11 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   run.stop_requested = [] { return g_stop_signals > 0; };
   run.ckpt_interval_steps = options.ckpt_every_steps;
   run.ckpt_interval_minutes = options.ckpt_every_minutes;
+  if (const auto env = train::parallel_env_from_environment(); env && env->world_size > 1) {
+    if (env->rank != 0) set_log_level(LogLevel::kWarn);  // rank 0 speaks for all
+    run.device = rank_device(global.device, env->local_rank);
+    if (!options.average_only) run.parallel = train::make_c10d_data_parallel(*env, run.device);
+  }
   train::Trainer trainer(hp, run);
   if (options.average_only) {
     std::cout << trainer.average_checkpoints() << "\n";
@@ -121,6 +178,7 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
       "--dry-run\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --seed 7 --number_of_epochs 5\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --average-only\n"
+      "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --nproc 2 --device cpu\n"
       "  mamba-asr train my.yaml --overrides \"{batch_size: 8, mamba_config: {d_state: 8}}\"");
   cmd->add_option("hparams", options->hparams_file, "The hparams YAML file");
   cmd->add_flag("--dry-run", options->dry_run,
@@ -134,12 +192,20 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                   "Also checkpoint every N optimizer steps (hparams ckpt_interval_steps)");
   cmd->add_option("--ckpt-every-minutes", options->ckpt_every_minutes,
                   "Also checkpoint every M minutes inside epochs (hparams ckpt_interval_minutes)");
+  CLI::Option* nproc = cmd->add_option(
+      "--nproc", options->nproc,
+      "Train with N local processes (data parallel: Gloo on the CPU, NCCL with one GPU "
+      "per process); each gets torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, "
+      "MASTER_PORT");
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");
   add_global_options(*cmd, global);
   cmd->allow_extras();      // --key value overrides ...
   cmd->fallthrough(false);  // ... stay here instead of reaching the root's parser
-  return [options, cmd, &global] { return run_train(*options, global, cmd->remaining()); };
+  return [options, cmd, nproc, &global] {
+    options->nproc_given = nproc->count() > 0;
+    return run_train(*options, global, cmd->remaining());
+  };
 }
 
 }  // namespace masr::cli

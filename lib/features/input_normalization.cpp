@@ -43,6 +43,24 @@ InputNormalizationImpl::InputNormalizationImpl(InputNormalizationConfig config)
 
 int64_t InputNormalizationImpl::count() const { return count_.item<int64_t>(); }
 
+void InputNormalizationImpl::set_statistics_gather(int rank, StatisticsGather gather) {
+  gather_rank_ = rank;
+  gather_ = std::move(gather);
+}
+
+void InputNormalizationImpl::update_statistics(const at::Tensor& mean, const at::Tensor& std,
+                                               std::optional<int64_t> epoch) {
+  const int64_t n = count();
+  if (n == 0 || glob_mean_.numel() == 0) {
+    set_statistics(0, mean, std);
+  } else if (!epoch || *epoch < config_.update_until_epoch) {
+    const double weight = config_.avg_factor ? *config_.avg_factor : 1.0 / (n + 1);
+    glob_mean_.mul_(1.0 - weight).add_(mean.to(glob_mean_.device(), at::kFloat), weight);
+    glob_std_.mul_(1.0 - weight).add_(std.to(glob_std_.device(), at::kFloat), weight);
+  }
+  count_.add_(1);
+}
+
 void InputNormalizationImpl::set_statistics(int64_t count, const at::Tensor& mean,
                                             const at::Tensor& std) {
   if (!mean.defined() || !std.defined() || !mean.sizes().equals(std.sizes())) {
@@ -104,16 +122,17 @@ at::Tensor InputNormalizationImpl::forward(const at::Tensor& x, const at::Tensor
   const at::Tensor std = stds.mean(0);
   if (config_.norm_type == "batch") return (x - mean) / std;
 
-  if (is_training()) {
-    const int64_t n = count();
-    if (n == 0 || glob_mean_.numel() == 0) {
-      set_statistics(0, mean, std);
-    } else if (!epoch || *epoch < config_.update_until_epoch) {
-      const double weight = config_.avg_factor ? *config_.avg_factor : 1.0 / (n + 1);
-      glob_mean_.mul_(1.0 - weight).add_(mean.to(at::kFloat), weight);
-      glob_std_.mul_(1.0 - weight).add_(std.to(at::kFloat), weight);
+  if (is_training() && gather_) {
+    const at::Tensor all = gather_(at::stack({mean.to(at::kFloat), std.to(at::kFloat)}));
+    at::Tensor own_mean, own_std;
+    for (int64_t r = 0; r < all.size(0); ++r) {
+      update_statistics(all[r][0], all[r][1], epoch);
+      if (r == gather_rank_) own_mean = glob_mean_.clone(), own_std = glob_std_.clone();
     }
-    count_.add_(1);
+    return (x - own_mean.to(x.device(), x.scalar_type())) / own_std.to(x.device(), x.scalar_type());
+  }
+  if (is_training()) {
+    update_statistics(mean, std, epoch);
   } else if (!has_statistics()) {
     throw_input_error(
         "InputNormalization: global statistics are empty (count 0); train at least one batch "

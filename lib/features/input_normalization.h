@@ -6,6 +6,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -44,7 +45,18 @@ class InputNormalizationImpl : public torch::nn::Module {
   void set_statistics(int64_t count, const at::Tensor& mean, const at::Tensor& std);
   const InputNormalizationConfig& config() const { return config_; }
 
+  // Data-parallel training: `gather` returns every rank's (2, F...) [mean; std] stacked in rank
+  // order. Global updates then apply all ranks' batch statistics in rank order, so every rank
+  // keeps the statistics one process gets from the same batches in that order, and rank r
+  // normalizes with the statistics after ranks 0..r (what one process would use for that batch).
+  using StatisticsGather = std::function<at::Tensor(const at::Tensor& local)>;
+  void set_statistics_gather(int rank, StatisticsGather gather);
+
  private:
+  // One batch's update of the global statistics (cumulative or avg_factor), count + 1.
+  void update_statistics(const at::Tensor& mean, const at::Tensor& std,
+                         std::optional<int64_t> epoch);
+
   // Per-utterance (mean, std) stacked: each (B, F...).
   std::pair<at::Tensor, at::Tensor> utterance_statistics(const at::Tensor& x,
                                                          const at::Tensor& rel_lengths) const;
@@ -53,6 +65,8 @@ class InputNormalizationImpl : public torch::nn::Module {
   at::Tensor count_;  // int64 scalar
   at::Tensor glob_mean_;
   at::Tensor glob_std_;
+  int gather_rank_ = 0;
+  StatisticsGather gather_;
 };
 TORCH_MODULE(InputNormalization);
 

@@ -104,7 +104,7 @@ Utterance UtteranceMaker::operator()(const data::ManifestRow& row, bool training
 }
 
 std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const BatchingConfig& config,
-                                       int64_t epoch, int rank, int world_size) {
+                                       int64_t epoch, int rank, int world_size, bool same_count) {
   std::vector<double> lengths;
   lengths.reserve(manifest.rows.size());
   for (const auto& row : manifest.rows) lengths.push_back(row.duration);
@@ -118,8 +118,15 @@ std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const Bat
     all = data::fixed_size_batches(lengths, config.fixed_options, epoch - 1);
   }
   if (world_size <= 1) return all;
+  const size_t world = static_cast<size_t>(world_size);
+  const size_t end = same_count ? all.size() / world * world : all.size();
+  if (same_count && end == 0) {
+    throw_config_error("train: epoch " + std::to_string(epoch) + " has " +
+                       std::to_string(all.size()) + " batches, fewer than the " +
+                       std::to_string(world_size) + " data-parallel ranks");
+  }
   std::vector<data::Batch> mine;
-  for (size_t i = static_cast<size_t>(rank); i < all.size(); i += static_cast<size_t>(world_size)) {
+  for (size_t i = static_cast<size_t>(rank); i < end; i += world) {
     mine.push_back(all[i]);
   }
   return mine;

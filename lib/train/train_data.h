@@ -52,9 +52,13 @@ class UtteranceMaker {
 std::shared_ptr<const audio::SpeedPerturb> speed_perturb_of(const hparams::Hparams& hp);
 
 // This epoch's batches (epoch >= 1), every world_size-th one from `rank` (a data-parallel rank
-// takes its own share; 0 of 1 takes all).
+// takes its own share; 0 of 1 takes all). `same_count`: every rank gets the same number, the
+// last incomplete round of fewer than world_size batches is dropped (DistributedSampler with
+// drop_last), because ranks that run different numbers of steps deadlock in the all-reduce.
+// Validation passes false (its only collectives come after the loop) and loses nothing.
 std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const BatchingConfig& config,
-                                       int64_t epoch, int rank = 0, int world_size = 1);
+                                       int64_t epoch, int rank = 0, int world_size = 1,
+                                       bool same_count = true);
 
 // Pads utterances into a batch: wav zero-padded, tokens padded with pad_index, [bos]+tokens and
 // tokens+[eos] built as the S2S recipe does.

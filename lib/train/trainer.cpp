@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "data/loader.h"
 #include "features/augment_interface.h"
 #include "text/scoring.h"
-#include "core/atomic_file.h"
 #include "train/autocast.h"
 #include "train/optimizer.h"
 #include "train/train_data.h"
@@ -61,13 +61,23 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
     write_file_atomically((fs::path(config_.output_folder) / "hyperparams.yaml").string(),
                           hp.to_yaml());
   }
-  tokenizer_ = ensure_tokenizer(hp, config_);
+  // Rank 0 trains a missing tokenizer; the others wait for it, then load it.
+  if (main()) tokenizer_ = ensure_tokenizer(hp, config_);
+  if (parallel_->world_size() > 1) parallel_->sum(0.0);
+  if (!main()) tokenizer_ = ensure_tokenizer(hp, config_);
   train_set_ = data::read_speechbrain_csv(config_.train_csv);
   if (!config_.valid_csv.empty()) valid_set_ = data::read_speechbrain_csv(config_.valid_csv);
   task_ = std::make_unique<AsrTask>(hp);
   asr_model_ = models::AsrModel::from_hparams(hp);
   asr_model_->set_tokenizer(tokenizer_);
   task_->to(device_);
+  if (parallel_->world_size() > 1) {
+    // Identical normalizer statistics on every rank (features/input_normalization.h).
+    DataParallel* parallel = parallel_.get();
+    task_->normalizer().set_statistics_gather(
+        parallel_->rank(),
+        [parallel](const at::Tensor& local) { return parallel->all_gather(local); });
+  }
   optimizer_ = make_optimizer(config_.optimizer, task_->parameters());
   if (config_.has_scheduler) scheduler_.emplace(config_.scheduler);
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
@@ -77,10 +87,21 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
   last_checkpoint_ = window_start_ = std::chrono::steady_clock::now();
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (task_) task_->normalizer().set_statistics_gather(0, nullptr);
+}
 
 TrainOutcome Trainer::fit() {
   if (auto latest = checkpointer_->latest()) restore(*latest);
+  if (parallel_->world_size() > 1) {
+    // Every rank starts from rank 0's parameters (as DDP broadcasts them), whatever the seeds.
+    std::vector<at::Tensor> parameters = task_->parameters();
+    torch::NoGradGuard no_grad;
+    if (!main()) {
+      for (auto& p : parameters) p.zero_();
+    }
+    parallel_->sum_tensors(parameters);
+  }
   logger_ = std::make_unique<TrainLogger>(config_.output_folder, config_.train_log, pos_.epoch - 1);
   MASR_LOG_INFO("train: %s; %zu training utterances (%.1f h), %zu validation; %s",
                 task_->kind() == TaskKind::kS2S ? "S2S" : "CTC", train_set_.size(),
@@ -89,8 +110,10 @@ TrainOutcome Trainer::fit() {
     if (!train_epoch(pos_.epoch)) return TrainOutcome::kStopped;
     const int64_t epoch = pos_.epoch;
     std::map<std::string, double> metrics = validate(epoch);
+    const double loss_sum = parallel_->sum(epoch_loss_sum_);
+    const double loss_count = parallel_->sum(static_cast<double>(epoch_loss_count_));
     EpochRecord record{epoch, pos_.step, learning_rate(*optimizer_),
-                       epoch_loss_count_ ? epoch_loss_sum_ / epoch_loss_count_ : 0.0, metrics};
+                       loss_count > 0 ? loss_sum / loss_count : 0.0, metrics};
     pos_ = {epoch + 1, 0, pos_.step};
     epoch_loss_sum_ = 0.0, epoch_loss_count_ = 0;
     save_checkpoint(true, metrics);
@@ -133,12 +156,16 @@ bool Trainer::train_epoch(int64_t epoch) {
     progress_->update(index + 1, epoch_loss_count_ ? epoch_loss_sum_ / epoch_loss_count_ : 0.0,
                       learning_rate(*optimizer_), batch.audio_seconds);
     if (accumulated_ != 0) continue;  // checkpoints only between optimizer steps
-    const bool stop = options_.stop_requested && options_.stop_requested();
+    bool stop = options_.stop_requested && options_.stop_requested();
     const double minutes =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() /
         60.0;
-    const bool due_time =
-        config_.ckpt_interval_minutes > 0 && minutes >= config_.ckpt_interval_minutes;
+    bool due_time = config_.ckpt_interval_minutes > 0 && minutes >= config_.ckpt_interval_minutes;
+    if (parallel_->world_size() > 1) {
+      // Ranks stop at the same batch, or the others would wait forever in their next all-reduce.
+      stop = parallel_->sum(stop ? 1.0 : 0.0) > 0.0;
+      due_time = parallel_->sum(due_time ? 1.0 : 0.0) > 0.0;
+    }
     if (stop || due_time || pending_step_checkpoint_) save_checkpoint(false, {});
     if (stop) {
       progress_->message("train: stopped; checkpoint written, run the same command to resume");
@@ -151,19 +178,28 @@ bool Trainer::train_epoch(int64_t epoch) {
 }
 
 void Trainer::train_batch(const AsrBatch& batch, int64_t epoch, size_t index) {
+  // Seeded by the batch's index in the whole epoch, so N ranks draw the augmentations one
+  // process would draw for the same batches.
+  const uint64_t global_index = static_cast<uint64_t>(index) * parallel_->world_size() +
+                                static_cast<uint64_t>(parallel_->rank());
   at::Generator generator = features::make_generator(
-      mix_seed(static_cast<uint64_t>(config_.seed), {static_cast<uint64_t>(epoch), index}));
+      mix_seed(static_cast<uint64_t>(config_.seed), {static_cast<uint64_t>(epoch), global_index}));
   at::Tensor loss;
   {
     AutocastGuard autocast(device_, config_.precision);
     loss = task_->forward(batch, true, epoch, &generator, loss_options_).loss;
   }
   const double value = loss.item<double>();
-  if (!std::isfinite(value)) {
+  bool finite = std::isfinite(value);
+  // Ranks skip together: a rank alone without backward would leave the others' all-reduce waiting.
+  if (parallel_->world_size() > 1) finite = parallel_->sum(finite ? 0.0 : 1.0) == 0.0;
+  if (!finite) {
     MASR_LOG_WARN("train: non-finite loss at epoch %lld batch %zu (%s...); batch skipped",
                   static_cast<long long>(epoch), index, batch.ids.front().c_str());
     return;
   }
+  parallel_->prepare_backward(task_->parameters(),
+                              accumulated_ + 1 >= config_.grad_accumulation_factor);
   (loss / static_cast<double>(config_.grad_accumulation_factor)).backward();
   ++accumulated_;
   epoch_loss_sum_ += value, ++epoch_loss_count_;
@@ -203,7 +239,7 @@ std::map<std::string, double> Trainer::validate(int64_t epoch) {
   data::DataLoader<Utterance> loader(
       valid_set_,
       epoch_batches(valid_set_, config_.valid_batching, 1, parallel_->rank(),
-                    parallel_->world_size()),
+                    parallel_->world_size(), /*same_count=*/false),
       [&maker](const data::ManifestRow& row) { return maker(row, false, 0); },
       {worker_count(config_.num_workers), 2});
   const bool search = epoch % config_.valid_search_interval == 0;
@@ -234,9 +270,13 @@ std::map<std::string, double> Trainer::validate(int64_t epoch) {
     metrics["ACC"] = parallel_->sum(correct) / std::max(1.0, parallel_->sum(counted));
   }
   if (search) {
-    // Error rates from the main rank's share; a distributed implementation sums the counts.
-    metrics["WER"] = wer.summarize().error_rate;
-    metrics["CER"] = cer.summarize().error_rate;
+    // Error counts summed over the ranks' shares: 100 * edits / reference tokens.
+    for (auto [name, stats] : {std::pair{"WER", &wer}, std::pair{"CER", &cer}}) {
+      const text::ErrorRateSummary s = stats->summarize();
+      const double edits = parallel_->sum(static_cast<double>(s.counts.edits()));
+      const double tokens = parallel_->sum(static_cast<double>(s.scored_tokens));
+      metrics[name] = tokens > 0 ? 100.0 * edits / tokens : 0.0;
+    }
   }
   task_->train(true);
   return metrics;

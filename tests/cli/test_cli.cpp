@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -129,4 +130,21 @@ TEST_CASE("decode with a missing model names the file and exits 1", "[cli]") {
   const Result r = run("decode --model /nonexistent/m.masr a.wav");
   CHECK(r.code == 1);
   CHECK_THAT(r.output, Catch::Contains("/nonexistent/m.masr"));
+}
+
+TEST_CASE("train --nproc with a bad value is a usage error", "[cli]") {
+  const std::string yaml = kFixtures + "/hparams/placeholder.yaml --data_folder /d";
+  Result r = run("train --nproc 0 " + yaml);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("--nproc 0 must be at least 1"));
+
+  r = run("train --nproc two " + yaml);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("--nproc"));
+
+  setenv("WORLD_SIZE", "2", 1);  // as in a process torchrun started
+  r = run("train --nproc 2 " + yaml);
+  unsetenv("WORLD_SIZE");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("--nproc is given but WORLD_SIZE is set"));
 }

@@ -1,0 +1,183 @@
+// lib/train/gradient_buckets.cpp
+// Bucket layout, the per-parameter hooks and the end-of-step averaging (see the header's design).
+#include "train/gradient_buckets.h"
+
+#include <mutex>
+
+#include <ATen/ATen.h>
+
+#include "core/error.h"
+
+namespace masr::train {
+
+struct GradientBuckets::State {
+  struct Slot {
+    at::Tensor param;
+    size_t bucket = 0;
+    int64_t offset = 0;
+    bool filled = false;  // this step's gradient is in the bucket
+    unsigned hook = 0;
+  };
+  struct Bucket {
+    at::Tensor flat;
+    std::vector<size_t> slots;
+    size_t pending = 0;  // slots not filled yet
+    std::function<void()> wait;
+  };
+
+  std::vector<Slot> slots;
+  std::vector<Bucket> buckets;
+  int world_size = 1;
+  LaunchSum launch;
+  std::mutex mutex;  // hooks may run on autograd's device threads
+  bool armed = false;
+  size_t next = 0;  // the next bucket to launch
+
+  at::Tensor view(const Slot& s) const {
+    return buckets[s.bucket].flat.narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
+  }
+  void fill(Slot& s, const at::Tensor& incoming) {
+    at::Tensor v = view(s);
+    const at::Tensor& grad = s.param.grad();
+    if (incoming.defined()) {
+      v.copy_(incoming);
+      if (grad.defined()) v.add_(grad);
+    } else if (grad.defined()) {
+      v.copy_(grad);
+    } else {
+      v.zero_();
+    }
+    s.filled = true;
+    --buckets[s.bucket].pending;
+  }
+  void launch_ready() {
+    while (next < buckets.size() && buckets[next].pending == 0) {
+      buckets[next].wait = launch(buckets[next].flat);
+      ++next;
+    }
+  }
+  void on_gradient(size_t index, const at::Tensor& incoming) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!armed || slots[index].filled) return;
+    fill(slots[index], incoming);
+    launch_ready();
+  }
+};
+
+GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters, int64_t bucket_bytes,
+                                 int world_size, LaunchSum launch)
+    : state_(std::make_unique<State>()) {
+  State& st = *state_;
+  st.world_size = world_size;
+  st.launch = std::move(launch);
+  std::vector<std::vector<size_t>> groups;
+  int64_t group_bytes = 0;
+  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
+    if (!it->requires_grad()) continue;
+    const size_t index = st.slots.size();
+    const bool same_kind =
+        !groups.empty() &&
+        st.slots[groups.back().front()].param.options().type_equal(it->options());
+    if (groups.empty() || !same_kind || group_bytes >= bucket_bytes) {
+      groups.emplace_back();
+      group_bytes = 0;
+    }
+    st.slots.push_back({*it, groups.size() - 1, 0, false, 0});
+    groups.back().push_back(index);
+    group_bytes += it->numel() * static_cast<int64_t>(it->element_size());
+  }
+  for (const auto& group : groups) {
+    State::Bucket bucket;
+    int64_t numel = 0;
+    for (size_t i : group) {
+      st.slots[i].offset = numel;
+      numel += st.slots[i].param.numel();
+    }
+    bucket.flat = at::zeros({numel}, st.slots[group.front()].param.options());
+    bucket.slots = group;
+    bucket.pending = group.size();
+    st.buckets.push_back(std::move(bucket));
+  }
+  State* raw = state_.get();
+  for (size_t i = 0; i < st.slots.size(); ++i) {
+    // The hook sees the gradient before autograd accumulates it into p.grad; it returns nothing,
+    // so autograd goes on as usual (finish() overwrites p.grad with the average).
+    st.slots[i].hook = st.slots[i].param.register_hook(
+        [raw, i](const at::Tensor& grad) { raw->on_gradient(i, grad); });
+  }
+}
+
+GradientBuckets::~GradientBuckets() {
+  for (auto& slot : state_->slots) slot.param.remove_hook(slot.hook);
+}
+
+void GradientBuckets::arm() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->armed = true;
+}
+
+void GradientBuckets::finish() {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (st.slots.empty()) return;
+  // Which parameters have a gradient anywhere: reduced after the buckets, in the same order on
+  // every rank.
+  at::Tensor used = at::zeros({static_cast<int64_t>(st.slots.size())},
+                              st.slots.front().param.options().dtype(at::kFloat));
+  std::vector<float> local_used(st.slots.size(), 0.0f);
+  for (size_t i = 0; i < st.slots.size(); ++i) {
+    State::Slot& s = st.slots[i];
+    // A filled slot had a hook call, hence a gradient; otherwise p.grad tells.
+    local_used[i] = (s.filled || s.param.grad().defined()) ? 1.0f : 0.0f;
+    if (!s.filled) st.fill(s, at::Tensor());
+  }
+  used.copy_(at::tensor(local_used));
+  st.launch_ready();
+  if (st.next != st.buckets.size()) {
+    throw Error(ErrorKind::kInternal, "data parallel: a gradient bucket was left unlaunched");
+  }
+  const auto wait_used = st.launch(used);
+  for (auto& bucket : st.buckets) {
+    bucket.wait();
+    bucket.flat.div_(static_cast<double>(st.world_size));
+  }
+  wait_used();
+  const at::Tensor used_cpu = used.cpu();
+  const float* used_any = used_cpu.data_ptr<float>();
+  for (size_t i = 0; i < st.slots.size(); ++i) {
+    State::Slot& s = st.slots[i];
+    if (used_any[i] > 0.0f) {
+      at::Tensor& grad = s.param.mutable_grad();
+      if (grad.defined()) {
+        grad.copy_(st.view(s));
+      } else {
+        grad = st.view(s).clone();
+      }
+    }
+    s.filled = false;
+  }
+  for (auto& bucket : st.buckets) {
+    bucket.pending = bucket.slots.size();
+    bucket.wait = nullptr;
+  }
+  st.next = 0;
+  st.armed = false;
+}
+
+size_t GradientBuckets::bucket_count() const { return state_->buckets.size(); }
+
+size_t GradientBuckets::launched() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->next;
+}
+
+bool same_parameters(const std::vector<at::Tensor>& parameters,
+                     const std::vector<at::Tensor>& other) {
+  if (parameters.size() != other.size()) return false;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    if (!parameters[i].is_same(other[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace masr::train
