@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "hparams/hparams.h"
+#include "train/lm_trainer.h"
 #include "train/trainer.h"
 
 namespace masr::cli {
@@ -88,14 +89,21 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   run.stop_requested = [] { return g_stop_signals > 0; };
   run.ckpt_interval_steps = options.ckpt_every_steps;
   run.ckpt_interval_minutes = options.ckpt_every_minutes;
-  train::Trainer trainer(hp, run);
+  // An LM recipe (`model` is a TransformerLM) goes to the LM trainer; both share one interface.
+  std::unique_ptr<train::Trainer> asr;
+  std::unique_ptr<train::LmTrainer> lm;
+  if (train::is_language_model(hp)) {
+    lm = std::make_unique<train::LmTrainer>(hp, run);
+  } else {
+    asr = std::make_unique<train::Trainer>(hp, run);
+  }
   if (options.average_only) {
-    std::cout << trainer.average_checkpoints() << "\n";
+    std::cout << (lm ? lm->average_checkpoints() : asr->average_checkpoints()) << "\n";
     return 0;
   }
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  const train::TrainOutcome outcome = trainer.fit();
+  const train::TrainOutcome outcome = lm ? lm->fit() : asr->fit();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   return outcome == train::TrainOutcome::kFinished ? 0 : 130;

@@ -81,7 +81,7 @@ void TrainConfig::validate() const {
   require(precision == "fp32" || precision == "bf16" || precision == "fp16",
           "precision '" + precision + "' must be fp32, bf16 or fp16");
   require(output_neurons >= 3, "output_neurons must be >= 3 (blank/unk, bos, eos)");
-  require(!train_csv.empty(), "train_csv is not set");
+  if (!language_model) require(!train_csv.empty(), "train_csv is not set");
   require(!output_folder.empty(), "output_folder is not set");
   require(log_interval >= 1, "log_interval must be >= 1");
 }
@@ -98,8 +98,9 @@ std::string TrainConfig::to_string() const {
   return s.str();
 }
 
-TrainConfig train_config_from(const hparams::Hparams& hp) {
+TrainConfig train_config_from(const hparams::Hparams& hp, bool language_model) {
   TrainConfig c;
+  c.language_model = language_model;
   c.output_folder = string_or(hp, "output_folder", "");
   c.save_folder = string_or(hp, "save_folder", c.output_folder + "/save");
   c.train_log = string_or(hp, "train_log", c.output_folder + "/train_log.txt");

@@ -47,11 +47,13 @@ struct TrainConfig {
   OptimizerConfig optimizer;
   NoamConfig scheduler;
   bool has_scheduler = false;
+  // A language model (train/lm_trainer.h): its text may come from lm_* files instead of train_csv.
+  bool language_model = false;
 
   void validate() const;  // config errors name the key
   std::string to_string() const;
 };
 
-TrainConfig train_config_from(const hparams::Hparams& hp);
+TrainConfig train_config_from(const hparams::Hparams& hp, bool language_model = false);
 
 }  // namespace masr::train
