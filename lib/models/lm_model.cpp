@@ -29,14 +29,22 @@ std::shared_ptr<const text::Tokenizer> tokenizer_of(const hparams::Hparams& hp) 
     }
   }
   if (const hparams::Value* v = hp.find("tokenizer_file"); v != nullptr && !v->is_null()) {
-    if (std::filesystem::exists(v->as_string())) {
-      return std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(v->as_string()));
-    }
+    if (std::filesystem::exists(v->as_string())) return read_tokenizer_file(v->as_string());
   }
   return nullptr;
 }
 
 }  // namespace
+
+std::shared_ptr<const text::Tokenizer> read_tokenizer_file(const std::string& path) {
+  if (std::filesystem::path(path).extension() != ".masr") {
+    return std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(path));
+  }
+  std::string bytes = read_checkpoint(path).tokenizer_model;
+  if (bytes.empty()) throw_input_error("tokenizer file '" + path + "' holds no tokenizer");
+  return std::make_shared<const text::Tokenizer>(
+      text::Tokenizer::from_bytes(std::move(bytes), path + ":tokenizer.model"));
+}
 
 std::shared_ptr<LmModel> LmModel::from_hparams(const hparams::Hparams& hp, const std::string& key) {
   const hparams::Value* v = hp.find(key);

@@ -60,6 +60,10 @@ class LmModel {
   std::string hparams_yaml_;
 };
 
+// A SentencePiece .model file, or the tokenizer inside a model.masr file (an ASR model's, to
+// share it). Errors name the path.
+std::shared_ptr<const text::Tokenizer> read_tokenizer_file(const std::string& path);
+
 // The element-wise mean of the LM files' parameters (SpeechBrain's average_checkpoints); the
 // tokenizer comes from the first. All must share the hparams.
 std::shared_ptr<LmModel> average_lm_checkpoints(const std::vector<std::string>& paths);

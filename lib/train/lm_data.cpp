@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "models/checkpoint.h"
+#include "models/lm_model.h"
 #include "train/train_data.h"
 
 namespace masr::train {
@@ -78,32 +78,24 @@ data::Manifest read_lm_sentences(const std::vector<std::string>& csvs,
   return out;
 }
 
-std::shared_ptr<text::Tokenizer> ensure_lm_tokenizer(const hparams::Hparams& hp,
-                                                     const TrainConfig& config,
-                                                     const data::Manifest& train) {
+std::shared_ptr<const text::Tokenizer> ensure_lm_tokenizer(const hparams::Hparams& hp,
+                                                           const TrainConfig& config,
+                                                           const data::Manifest& train) {
   if (const hparams::Value* v = hp.find("tokenizer");
       v && v->type() == hparams::Value::Type::kObject && v->instance()->object) {
     auto tokenizer = std::dynamic_pointer_cast<text::Tokenizer>(v->instance()->object);
     if (tokenizer && tokenizer->loaded()) return tokenizer;
   }
-  std::shared_ptr<text::Tokenizer> tokenizer;
   const hparams::Value* file = hp.find("tokenizer_file");
   const std::string path = file && !file->is_null() ? file->as_string() : "";
   if (!path.empty() && std::filesystem::exists(path)) {
-    if (std::filesystem::path(path).extension() == ".masr") {
-      std::string bytes = models::read_checkpoint(path).tokenizer_model;
-      if (bytes.empty()) throw_input_error("tokenizer_file '" + path + "' holds no tokenizer");
-      tokenizer = std::make_shared<text::Tokenizer>(
-          text::Tokenizer::from_bytes(std::move(bytes), path + ":tokenizer.model"));
-    } else {
-      tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::from_file(path));
-    }
-    if (tokenizer->vocab_size() != config.output_neurons) {
+    auto shared = models::read_tokenizer_file(path);
+    if (shared->vocab_size() != config.output_neurons) {
       throw_config_error("train: tokenizer_file '" + path + "' has " +
-                         std::to_string(tokenizer->vocab_size()) +
-                         " tokens but output_neurons is " + std::to_string(config.output_neurons));
+                         std::to_string(shared->vocab_size()) + " tokens but output_neurons is " +
+                         std::to_string(config.output_neurons));
     }
-    return tokenizer;
+    return shared;
   }
   return load_or_train_tokenizer(
       config,

@@ -36,9 +36,9 @@ data::Manifest read_lm_sentences(const std::vector<std::string>& csvs,
 // The LM's tokenizer: hparams `tokenizer` when loaded; else `tokenizer_file` when that file exists
 // (a SentencePiece .model, or a model.masr file whose tokenizer is then shared); else the
 // SentencePiece model of the save folder, trained on `train` when absent.
-std::shared_ptr<text::Tokenizer> ensure_lm_tokenizer(const hparams::Hparams& hp,
-                                                     const TrainConfig& config,
-                                                     const data::Manifest& train);
+std::shared_ptr<const text::Tokenizer> ensure_lm_tokenizer(const hparams::Hparams& hp,
+                                                           const TrainConfig& config,
+                                                           const data::Manifest& train);
 
 // Token ids of every row; sets each row's duration to its token count (the batch samplers then
 // measure batches in tokens).

@@ -88,7 +88,7 @@ TEST_CASE("grad scaler: disabled is the identity; bad settings are errors", "[tr
   CHECK_THROWS_WITH(GradScaler(bad, true), Catch::Contains("init_scale must be a positive"));
 }
 
-TEST_CASE("grad scaler: fp16 steps of a tiny LM on CUDA", "[.cuda][train][scaler]") {
+TEST_CASE("grad scaler: fp16 steps of a tiny LM on CUDA", "[.cuda]") {
   if (!torch::cuda::is_available()) FAIL("no CUDA device");
   torch::manual_seed(0);
   models::TransformerLMConfig c;

@@ -78,7 +78,8 @@ TEST_CASE("lm train: the tiny LM's perplexity falls far below the vocabulary siz
   INFO("valid perplexity " << first << " -> " << last);
   CHECK(last == Approx(std::exp(history.back().valid.at("valid_loss"))));
   CHECK(last < first);
-  CHECK(last < 31.0 / 4);  // uniform over the 31 tokens would be 31
+  // Measured: 37.7 -> 4.56 (uniform over the 31 tokens would be 31).
+  CHECK(last < 31.0 / 4);
   for (const char* file : {"hyperparams.yaml", "train_log.txt", "training_curves.svg", "model.masr",
                            "save/31_char.model"}) {
     CHECK(fs::exists(out + "/" + file));
@@ -153,7 +154,7 @@ TEST_CASE("lm train: missing or empty text is an error naming it", "[train][lm]"
   CHECK_THAT(run("--lm_train_data null"), Catch::Contains("the LM has no training text"));
 }
 
-TEST_CASE("lm train: fp16 with the gradient scaler on CUDA", "[.cuda][lm]") {
+TEST_CASE("lm train: fp16 with the gradient scaler on CUDA", "[.cuda]") {
   testing::TempDir dir("lm_fp16");
   write_lm_corpus(dir.file("corpus"));
   const std::string out = dir.file("out");
@@ -172,4 +173,46 @@ TEST_CASE("lm train: fp16 with the gradient scaler on CUDA", "[.cuda][lm]") {
   const auto& counters = latest->meta.counters;
   REQUIRE(counters.count("scaler_scale") == 1);
   CHECK(counters.at("scaler_scale") == 65536.0 * std::pow(0.5, counters.at("scaler_skipped")));
+}
+
+TEST_CASE("decode --lm: a trained LM sharing the ASR tokenizer joins the s2s search",
+          "[train][lm]") {
+  testing::TempDir dir("lm_decode");
+  const std::string corpus = dir.file("corpus");
+  testing::write_synth_corpus(corpus);
+  const std::string exe = testing::mamba_asr_exe();
+  const std::string asr = dir.file("asr"), lm = dir.file("lm");
+  auto succeeds = [](const std::string& command, const std::string& log) {
+    const int rc = testing::run_command(command + " 2> " + log);
+    if (rc != 0) FAIL("exit " << rc << ": " << command << "\n" << read_file(log));
+  };
+  succeeds(exe + " train " + MASR_SOURCE_DIR + "/hparams/S2S/conmamba_tiny.yaml --data_folder " +
+               corpus + " --output_folder " + asr + " --train_csv " + corpus +
+               "/train.csv --valid_csv " + corpus +
+               "/valid.csv --number_of_epochs 1 --num_workers 0 --output_neurons 31 "
+               "--precision fp32 --max_batch_length_train 4 --max_batch_length_val 20 "
+               "--threads 1 -q",
+           dir.file("asr.log"));
+  // The LM takes its tokenizer from the ASR model file (tokenizer_file: a model.masr).
+  succeeds(exe + " train " + MASR_SOURCE_DIR + "/hparams/LM/transformer_tiny.yaml --data_folder " +
+               corpus + " --test_csv null --tokenizer_file " + asr +
+               "/model.masr --number_of_epochs 2 --output_folder " + lm + " --threads 1 -q",
+           dir.file("lm.log"));
+  CHECK(models::read_checkpoint(lm + "/model.masr").tokenizer_model ==
+        models::read_checkpoint(asr + "/model.masr").tokenizer_model);
+  CHECK_FALSE(fs::exists(lm + "/save/31_char.model"));  // none trained
+
+  const std::string decode = exe + " decode --model " + asr + "/model.masr --beam 3 --threads 1 " +
+                             corpus + "/wav/utt0.wav --search s2s";
+  REQUIRE(testing::run_command(decode + " --lm " + lm + "/model.masr --lm-weight 0.6 > " +
+                               dir.file("hyp.txt") + " 2> " + dir.file("decode.log")) == 0);
+  CHECK(read_file(dir.file("hyp.txt")).rfind("utt0", 0) == 0);
+  // Errors: an ASR model given as the LM, an LM with a CTC search.
+  CHECK(testing::run_command(decode + " --lm " + asr + "/model.masr 2> " + dir.file("e1.txt")) !=
+        0);
+  CHECK_THAT(read_file(dir.file("e1.txt")), Catch::Contains("is not a language model"));
+  CHECK(testing::run_command(exe + " decode --model " + asr + "/model.masr --search greedy " +
+                             corpus + "/wav/utt0.wav --lm " + lm + "/model.masr 2> " +
+                             dir.file("e2.txt")) != 0);
+  CHECK_THAT(read_file(dir.file("e2.txt")), Catch::Contains("s2s search only"));
 }
