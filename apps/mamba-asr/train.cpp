@@ -129,6 +129,7 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
       "--dry-run\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --seed 7 --number_of_epochs 5\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --average-only\n"
+      "  mamba-asr train hparams/LM/transformer_tiny.yaml --data_folder DIR   (a language model)\n"
       "  mamba-asr train my.yaml --overrides \"{batch_size: 8, mamba_config: {d_state: 8}}\"");
   cmd->add_option("hparams", options->hparams_file, "The hparams YAML file");
   cmd->add_flag("--dry-run", options->dry_run,
