@@ -17,7 +17,9 @@
 #include "decode/arpa_lm.h"
 #include "decode/asr_model_recognizer.h"
 #include "decode/decode_inputs.h"
+#include "decode/model_scorers.h"
 #include "models/asr_model.h"
+#include "models/lm_model.h"
 #include "runtime/device.h"
 #include "text/scoring.h"
 
@@ -33,6 +35,8 @@ struct DecodeOptions {
   int batch_size = 8;
   int beam = 10;
   std::string arpa;
+  std::string lm;  // a model.masr of type "lm" (mamba-asr train hparams/LM/...)
+  double lm_temperature = 1.0;
   decode::DecodeConfig config;
 };
 
@@ -100,11 +104,26 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
       runtime::resolve_device(runtime::parse_device(global.device));
   if (device.str() != "cpu") model->to(c10::Device(device.str()));
   decode::AsrModelRecognizer recognizer(model);
+  std::unique_ptr<decode::TransformerLmScorer> lm_scorer;
+  if (!o.lm.empty()) {
+    const auto lm = models::LmModel::load(o.lm);
+    if (lm->vocab_size() != model->vocab_size()) {
+      throw_config_error("decode: LM '" + o.lm + "' has " + std::to_string(lm->vocab_size()) +
+                         " tokens but the ASR model has " + std::to_string(model->vocab_size()));
+    }
+    if (device.str() != "cpu") lm->lm()->to(c10::Device(device.str()));
+    lm_scorer = std::make_unique<decode::TransformerLmScorer>(lm->lm(), o.lm_temperature);
+    if (o.config.s2s.lm_weight <= 0) o.config.s2s.lm_weight = 0.6;  // SpeechBrain's test setting
+  }
   o.config.ctc.blank = o.config.s2s.blank = model->blank_index();
   o.config.s2s.bos = o.config.rescoring.bos = model->bos_index();
   o.config.s2s.eos = o.config.rescoring.eos = model->eos_index();
   o.config.rescoring.pad = model->pad_index();
   const std::string search = decode::resolve_search(o.config, recognizer);
+  if (lm_scorer && search != "s2s") {
+    throw_config_error("decode: --lm (a neural LM) is used by the s2s search only, not '" + search +
+                       "'; use --arpa for ctc-beam");
+  }
   const auto rows = decode::gather_inputs(o.inputs, std::cin);
   const std::map<std::string, std::string> refs =
       o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref);
@@ -133,7 +152,7 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
     const size_t last = std::min(order.size(), first + static_cast<size_t>(o.batch_size));
     std::vector<const std::vector<float>*> batch;
     for (size_t k = first; k < last; ++k) batch.push_back(&audio[order[k]]);
-    auto transcripts = decode::decode_batch(recognizer, batch, o.config);
+    auto transcripts = decode::decode_batch(recognizer, batch, o.config, lm_scorer.get());
     for (size_t k = first; k < last; ++k) {
       results[order[k]] = std::make_unique<decode::Transcript>(std::move(transcripts[k - first]));
       results[order[k]]->id = rows[order[k]].id;
@@ -207,6 +226,11 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--token-prune-min-logp", o.config.ctc.token_prune_min_logp,
                   "ctc-beam: token pruning")
       ->capture_default_str();
+  cmd->add_option("--lm", o.lm,
+                  "s2s: Transformer LM file for shallow fusion (mamba-asr train hparams/LM/...)");
+  cmd->add_option("--lm-weight", o.config.s2s.lm_weight,
+                  "s2s: LM weight (0.6, SpeechBrain's, when --lm is given)");
+  cmd->add_option("--lm-temperature", o.lm_temperature, "s2s: LM temperature (SpeechBrain: 1.15)");
   cmd->add_option("--arpa", o.arpa, "ctc-beam: word n-gram LM (ARPA file)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--arpa-weight", o.config.ctc.lm_weight, "ctc-beam: n-gram LM weight")

@@ -11,6 +11,7 @@
 #include "hparams/hparams.h"
 #include "runtime/device.h"
 #include "train/c10d_data_parallel.h"
+#include "train/lm_trainer.h"
 #include "train/local_launcher.h"
 #include "train/trainer.h"
 
@@ -145,14 +146,26 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
     run.device = rank_device(global.device, env->local_rank);
     if (!options.average_only) run.parallel = train::make_c10d_data_parallel(*env, run.device);
   }
-  train::Trainer trainer(hp, run);
+  // An LM recipe (`model` is a TransformerLM) goes to the LM trainer; both share one interface.
+  std::unique_ptr<train::Trainer> asr;
+  std::unique_ptr<train::LmTrainer> lm;
+  if (train::is_language_model(hp)) {
+    // The LM trainer has no data-parallel wiring (parameter broadcast, rank-0-only checkpoints).
+    if (run.parallel && run.parallel->world_size() > 1) {
+      throw_config_error(options.hparams_file +
+                         ": language-model training runs in one process; drop --nproc/WORLD_SIZE");
+    }
+    lm = std::make_unique<train::LmTrainer>(hp, run);
+  } else {
+    asr = std::make_unique<train::Trainer>(hp, run);
+  }
   if (options.average_only) {
-    std::cout << trainer.average_checkpoints() << "\n";
+    std::cout << (lm ? lm->average_checkpoints() : asr->average_checkpoints()) << "\n";
     return 0;
   }
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  const train::TrainOutcome outcome = trainer.fit();
+  const train::TrainOutcome outcome = lm ? lm->fit() : asr->fit();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   return outcome == train::TrainOutcome::kFinished ? 0 : 130;
@@ -179,6 +192,7 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --seed 7 --number_of_epochs 5\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --average-only\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --nproc 2 --device cpu\n"
+      "  mamba-asr train hparams/LM/transformer_tiny.yaml --data_folder DIR   (a language model)\n"
       "  mamba-asr train my.yaml --overrides \"{batch_size: 8, mamba_config: {d_state: 8}}\"");
   cmd->add_option("hparams", options->hparams_file, "The hparams YAML file");
   cmd->add_flag("--dry-run", options->dry_run,

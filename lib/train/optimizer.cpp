@@ -116,3 +116,28 @@ double clip_gradients(const std::vector<at::Tensor>& parameters, double max_norm
 }
 
 }  // namespace masr::train
+
+namespace masr::train {
+
+std::string optimizer_bytes(torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes,
+                    const std::string& origin) {
+  torch::serialize::InputArchive archive;
+  try {
+    std::istringstream in(bytes);
+    archive.load_from(in);
+    optimizer.load(archive);
+  } catch (const c10::Error& e) {
+    throw_input_error(origin + ": cannot load the optimizer state (" + e.what_without_backtrace() +
+                      ")");
+  }
+}
+
+}  // namespace masr::train

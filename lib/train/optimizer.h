@@ -37,6 +37,12 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& c
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 double learning_rate(const torch::optim::Optimizer& optimizer);
 
+// The optimizer's state as bytes (torch::serialize archive) for checkpoints, and back; a bad
+// archive is an input error naming `origin`.
+std::string optimizer_bytes(torch::optim::Optimizer& optimizer);
+void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes,
+                    const std::string& origin);
+
 // Clips the gradients of `parameters` to a global L2 norm of max_norm (torch's
 // clip_grad_norm_); returns the norm before clipping. max_norm <= 0 only measures.
 double clip_gradients(const std::vector<at::Tensor>& parameters, double max_norm);

@@ -81,7 +81,7 @@ void TrainConfig::validate() const {
   require(precision == "fp32" || precision == "bf16" || precision == "fp16",
           "precision '" + precision + "' must be fp32, bf16 or fp16");
   require(output_neurons >= 3, "output_neurons must be >= 3 (blank/unk, bos, eos)");
-  require(!train_csv.empty(), "train_csv is not set");
+  if (!language_model) require(!train_csv.empty(), "train_csv is not set");
   require(!output_folder.empty(), "output_folder is not set");
   require(log_interval >= 1, "log_interval must be >= 1");
 }
@@ -98,12 +98,14 @@ std::string TrainConfig::to_string() const {
   return s.str();
 }
 
-TrainConfig train_config_from(const hparams::Hparams& hp) {
+TrainConfig train_config_from(const hparams::Hparams& hp, bool language_model) {
   TrainConfig c;
+  c.language_model = language_model;
   c.output_folder = string_or(hp, "output_folder", "");
   c.save_folder = string_or(hp, "save_folder", c.output_folder + "/save");
   c.train_log = string_or(hp, "train_log", c.output_folder + "/train_log.txt");
   c.train_csv = string_or(hp, "train_csv", "");
+  c.data_folder = string_or(hp, "data_folder", "");
   c.valid_csv = string_or(hp, "valid_csv", "");
   c.number_of_epochs = int_or(hp, "number_of_epochs", 1);
   c.seed = int_or(hp, "seed", 0);
@@ -145,6 +147,11 @@ TrainConfig train_config_from(const hparams::Hparams& hp) {
   }
   c.validate();
   return c;
+}
+
+data::Replacements TrainConfig::csv_replacements() const {
+  if (data_folder.empty()) return {};
+  return {{"data_root", data_folder}};
 }
 
 }  // namespace masr::train

@@ -3,6 +3,8 @@
 // §1.3) plus a few of ours (ckpt_interval_steps, log_interval); validates and prints itself.
 #pragma once
 
+#include "data/manifest.h"
+
 #include <cstdint>
 #include <string>
 
@@ -23,6 +25,10 @@ struct BatchingConfig {
 struct TrainConfig {
   std::string output_folder, save_folder, train_log;
   std::string train_csv, valid_csv;
+  // `$data_root` in CSV fields becomes data_folder, as SpeechBrain's train.py passes
+  // replacements={"data_root": data_folder} to its dataset loaders.
+  std::string data_folder;
+  data::Replacements csv_replacements() const;
   int64_t number_of_epochs = 1;
   int64_t seed = 0;
   int64_t grad_accumulation_factor = 1;
@@ -47,11 +53,13 @@ struct TrainConfig {
   OptimizerConfig optimizer;
   NoamConfig scheduler;
   bool has_scheduler = false;
+  // A language model (train/lm_trainer.h): its text may come from lm_* files instead of train_csv.
+  bool language_model = false;
 
   void validate() const;  // config errors name the key
   std::string to_string() const;
 };
 
-TrainConfig train_config_from(const hparams::Hparams& hp);
+TrainConfig train_config_from(const hparams::Hparams& hp, bool language_model = false);
 
 }  // namespace masr::train

@@ -36,6 +36,21 @@ std::shared_ptr<text::Tokenizer> ensure_tokenizer(const hparams::Hparams& hp,
     auto tokenizer = std::dynamic_pointer_cast<text::Tokenizer>(v->instance()->object);
     if (tokenizer && tokenizer->loaded()) return tokenizer;
   }
+  return load_or_train_tokenizer(
+      config,
+      [&config] {
+        std::vector<std::string> sentences;
+        for (const auto& row : data::read_speechbrain_csv(config.train_csv, config.csv_replacements()).rows) {
+          sentences.push_back(row.wrd);
+        }
+        return sentences;
+      },
+      config.train_csv);
+}
+
+std::shared_ptr<text::Tokenizer> load_or_train_tokenizer(
+    const TrainConfig& config, const std::function<std::vector<std::string>()>& sentences,
+    const std::string& what) {
   text::TokenizerTrainOptions options;
   options.model_type = config.token_type;
   options.vocab_size = static_cast<int>(config.output_neurons);
@@ -51,14 +66,10 @@ std::shared_ptr<text::Tokenizer> ensure_tokenizer(const hparams::Hparams& hp,
     tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::from_file(prefix + ".model"));
   } else {
     MASR_LOG_INFO("train: training a %s tokenizer (%d tokens) on %s", config.token_type.c_str(),
-                  options.vocab_size, config.train_csv.c_str());
+                  options.vocab_size, what.c_str());
     std::filesystem::create_directories(config.save_folder);
-    std::vector<std::string> sentences;
-    for (const auto& row : data::read_speechbrain_csv(config.train_csv).rows) {
-      sentences.push_back(row.wrd);
-    }
     tokenizer =
-        std::make_shared<text::Tokenizer>(text::Tokenizer::train(sentences, prefix, options));
+        std::make_shared<text::Tokenizer>(text::Tokenizer::train(sentences(), prefix, options));
   }
   if (tokenizer->vocab_size() != config.output_neurons) {
     throw_config_error("train: tokenizer '" + prefix + ".model' has " +

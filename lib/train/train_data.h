@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ namespace masr::train {
 // and else trained on the `wrd` column of train_csv (SB's SentencePiece wrapper flags).
 std::shared_ptr<text::Tokenizer> ensure_tokenizer(const hparams::Hparams& hp,
                                                   const TrainConfig& config);
+// The SentencePiece model `<save_folder>/<output_neurons>_<token_type>.model`: loaded when it
+// exists, else trained on `sentences()` (`what` names their source in the log).
+std::shared_ptr<text::Tokenizer> load_or_train_tokenizer(
+    const TrainConfig& config, const std::function<std::vector<std::string>()>& sentences,
+    const std::string& what);
 
 struct Utterance {
   std::string id;

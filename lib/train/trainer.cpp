@@ -20,9 +20,7 @@
 namespace masr::train {
 namespace fs = std::filesystem;
 
-namespace {
-
-at::Device pick_device(const std::string& name) {
+at::Device pick_training_device(const std::string& name) {
   if (name == "cpu") return at::kCPU;
   if (name == "auto") return torch::cuda::is_available() ? at::Device(at::kCUDA) : at::kCPU;
   try {
@@ -31,6 +29,8 @@ at::Device pick_device(const std::string& name) {
     throw_config_error("train: device '" + name + "' is not a device (cpu, cuda, cuda:N, auto)");
   }
 }
+
+namespace {
 
 int worker_count(int requested) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -46,12 +46,7 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
     config_.ckpt_interval_minutes = options_.ckpt_interval_minutes;
   }
   parallel_ = options_.parallel ? options_.parallel : std::make_shared<DataParallel>();
-  device_ = pick_device(options_.device);
-  if (device_.is_cuda() && config_.precision == "fp16") {
-    throw_config_error(
-        "train: precision fp16 needs a gradient scaler, which is not implemented; "
-        "use bf16 or fp32");
-  }
+  device_ = pick_training_device(options_.device);
   if (!device_.is_cuda() && config_.precision != "fp32") {
     MASR_LOG_INFO("train: precision %s applies on CUDA only; training in fp32 on the CPU",
                   config_.precision.c_str());
@@ -65,8 +60,9 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
   if (main()) tokenizer_ = ensure_tokenizer(hp, config_);
   if (parallel_->world_size() > 1) parallel_->sum(0.0);
   if (!main()) tokenizer_ = ensure_tokenizer(hp, config_);
-  train_set_ = data::read_speechbrain_csv(config_.train_csv);
-  if (!config_.valid_csv.empty()) valid_set_ = data::read_speechbrain_csv(config_.valid_csv);
+  train_set_ = data::read_speechbrain_csv(config_.train_csv, config_.csv_replacements());
+  if (!config_.valid_csv.empty())
+    valid_set_ = data::read_speechbrain_csv(config_.valid_csv, config_.csv_replacements());
   task_ = std::make_unique<AsrTask>(hp);
   asr_model_ = models::AsrModel::from_hparams(hp);
   asr_model_->set_tokenizer(tokenizer_);
@@ -78,8 +74,8 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
         parallel_->rank(),
         [parallel](const at::Tensor& local) { return parallel->all_gather(local); });
   }
-  optimizer_ = make_optimizer(config_.optimizer, task_->parameters());
-  if (config_.has_scheduler) scheduler_.emplace(config_.scheduler);
+  stepper_ = std::make_unique<OptimizerStepper>(config_, task_->parameters(), device_.is_cuda(),
+                                                parallel_);
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
   progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
   loss_options_ = {config_.ctc_weight, config_.label_smoothing, config_.blank_index,
@@ -112,7 +108,7 @@ TrainOutcome Trainer::fit() {
     std::map<std::string, double> metrics = validate(epoch);
     const double loss_sum = parallel_->sum(epoch_loss_sum_);
     const double loss_count = parallel_->sum(static_cast<double>(epoch_loss_count_));
-    EpochRecord record{epoch, pos_.step, learning_rate(*optimizer_),
+    EpochRecord record{epoch, pos_.step, stepper_->lr(),
                        loss_count > 0 ? loss_sum / loss_count : 0.0, metrics};
     pos_ = {epoch + 1, 0, pos_.step};
     epoch_loss_sum_ = 0.0, epoch_loss_count_ = 0;
@@ -154,8 +150,8 @@ bool Trainer::train_epoch(int64_t epoch) {
     train_batch(batch, epoch, index);
     pos_.batch = static_cast<int64_t>(index + 1);
     progress_->update(index + 1, epoch_loss_count_ ? epoch_loss_sum_ / epoch_loss_count_ : 0.0,
-                      learning_rate(*optimizer_), batch.audio_seconds);
-    if (accumulated_ != 0) continue;  // checkpoints only between optimizer steps
+                      stepper_->lr(), batch.audio_seconds);
+    if (stepper_->accumulated() != 0) continue;  // checkpoints only between optimizer steps
     bool stop = options_.stop_requested && options_.stop_requested();
     const double minutes =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() /
@@ -172,7 +168,10 @@ bool Trainer::train_epoch(int64_t epoch) {
       return false;
     }
   }
-  if (accumulated_ > 0) optimizer_step();  // the epoch's last, partial accumulation
+  if (stepper_->accumulated() > 0) {  // the epoch's last, partial accumulation
+    stepper_->step();
+    after_step();
+  }
   progress_->end_epoch();
   return true;
 }
@@ -198,26 +197,14 @@ void Trainer::train_batch(const AsrBatch& batch, int64_t epoch, size_t index) {
                   static_cast<long long>(epoch), index, batch.ids.front().c_str());
     return;
   }
-  parallel_->prepare_backward(task_->parameters(),
-                              accumulated_ + 1 >= config_.grad_accumulation_factor);
-  (loss / static_cast<double>(config_.grad_accumulation_factor)).backward();
-  ++accumulated_;
   epoch_loss_sum_ += value, ++epoch_loss_count_;
   window_loss_sum_ += value, ++window_count_, window_audio_ += batch.audio_seconds;
-  if (accumulated_ >= config_.grad_accumulation_factor) optimizer_step();
+  if (stepper_->backward(loss)) after_step();
 }
 
-void Trainer::optimizer_step() {
-  const auto parameters = task_->parameters();
-  parallel_->average_gradients(parameters);
-  clip_gradients(parameters, config_.max_grad_norm);
-  optimizer_->step();
-  optimizer_->zero_grad();
-  accumulated_ = 0;
-  ++pos_.step;
-  const double lr_used = learning_rate(*optimizer_);
-  // SpeechBrain steps Noam after the optimizer (on_fit_batch_end), so step 1 uses lr_initial.
-  if (scheduler_) set_learning_rate(*optimizer_, scheduler_->step());
+void Trainer::after_step() {
+  pos_.step = stepper_->steps();
+  const double lr_used = stepper_->lr_of_last_step();
   if (main() && logger_ && pos_.step % config_.log_interval == 0 && window_count_ > 0) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();

@@ -18,7 +18,7 @@
 #include "train/asr_task.h"
 #include "train/checkpointer.h"
 #include "train/data_parallel.h"
-#include "train/noam_scheduler.h"
+#include "train/optimizer_stepper.h"
 #include "train/progress.h"
 #include "train/train_config.h"
 #include "train/train_logger.h"
@@ -34,6 +34,9 @@ struct TrainRunOptions {
   int64_t ckpt_interval_steps = -1;
   double ckpt_interval_minutes = -1.0;
 };
+
+// cpu, cuda, cuda:N, or auto (CUDA when available); anything else is a config error.
+at::Device pick_training_device(const std::string& name);
 
 enum class TrainOutcome { kFinished, kStopped };
 
@@ -62,7 +65,7 @@ class Trainer {
   };
   bool train_epoch(int64_t epoch);  // false: stopped
   void train_batch(const AsrBatch& batch, int64_t epoch, size_t index);
-  void optimizer_step();
+  void after_step();  // logging and step-interval checkpoints after each optimizer step
   std::map<std::string, double> validate(int64_t epoch);
   void save_checkpoint(bool end_of_epoch, const std::map<std::string, double>& metrics);
   void restore(const CheckpointInfo& checkpoint);
@@ -78,15 +81,13 @@ class Trainer {
   std::shared_ptr<text::Tokenizer> tokenizer_;
   std::shared_ptr<DataParallel> parallel_;
   data::Manifest train_set_, valid_set_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::optional<NoamScheduler> scheduler_;
+  std::unique_ptr<OptimizerStepper> stepper_;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainLogger> logger_;
   std::unique_ptr<Progress> progress_;
   at::Device device_ = at::kCPU;
   LossOptions loss_options_;
   Position pos_;
-  int64_t accumulated_ = 0;               // backward passes since the last optimizer step
   bool pending_step_checkpoint_ = false;  // ckpt_interval_steps reached
   double epoch_loss_sum_ = 0.0;           // this epoch's batches, for the average train loss
   int64_t epoch_loss_count_ = 0;

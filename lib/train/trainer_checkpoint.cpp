@@ -2,7 +2,6 @@
 // The Trainer's recoverables (SpeechBrain's model / optimizer / noam_scheduler / normalizer /
 // counter, plus the RNG state and the position in the epoch) and the final averaging.
 #include <filesystem>
-#include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -14,30 +13,6 @@
 #include "train/trainer.h"
 
 namespace masr::train {
-namespace {
-
-std::string optimizer_bytes(torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
-}
-
-void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes,
-                    const std::string& origin) {
-  torch::serialize::InputArchive archive;
-  try {
-    std::istringstream in(bytes);
-    archive.load_from(in);
-    optimizer.load(archive);
-  } catch (const c10::Error& e) {
-    throw_input_error(origin + ": cannot load the optimizer state (" + e.what_without_backtrace() +
-                      ")");
-  }
-}
-
-}  // namespace
 
 void Trainer::save_checkpoint(bool end_of_epoch, const std::map<std::string, double>& metrics) {
   pending_step_checkpoint_ = false;
@@ -46,16 +21,14 @@ void Trainer::save_checkpoint(bool end_of_epoch, const std::map<std::string, dou
   // model.masr (models/checkpoint.h: the model, normalizer statistics and tokenizer) holds the
   // model and normalizer recoverables; the rest is the training state.
   std::map<std::string, std::string> files;
-  files["optimizer.ckpt"] = optimizer_bytes(*optimizer_);
   files["rng.ckpt"] = serialize_state({{"cpu", at::detail::getDefaultCPUGenerator().get_state()}});
   CheckpointMeta meta;
   meta.epoch = pos_.epoch, meta.batch = pos_.batch, meta.step = pos_.step;
   meta.end_of_epoch = end_of_epoch;
   meta.metrics = metrics;
-  meta.counters = {{"scheduler_steps", scheduler_ ? static_cast<double>(scheduler_->steps()) : 0.0},
-                   {"lr", learning_rate(*optimizer_)},
-                   {"epoch_loss_sum", epoch_loss_sum_},
-                   {"epoch_loss_count", static_cast<double>(epoch_loss_count_)}};
+  stepper_->save(files, meta.counters);
+  meta.counters["epoch_loss_sum"] = epoch_loss_sum_;
+  meta.counters["epoch_loss_count"] = static_cast<double>(epoch_loss_count_);
   const std::string path = checkpointer_->save(
       meta, files, [this](const std::string& dir) { asr_model_->save(dir + "/model.masr"); });
   checkpointer_->prune(retention());
@@ -66,8 +39,7 @@ void Trainer::restore(const CheckpointInfo& checkpoint) {
   const std::string& where = checkpoint.path;
   asr_model_->load_state(models::read_checkpoint(where + "/model.masr").state,
                          where + "/model.masr");
-  load_optimizer(*optimizer_, Checkpointer::read(checkpoint, "optimizer.ckpt"),
-                 where + "/optimizer.ckpt");
+  stepper_->restore(checkpoint, checkpoint.meta.step);
   const StateDict rng = deserialize_state(Checkpointer::read(checkpoint, "rng.ckpt"), where);
   if (rng.empty() || rng[0].first != "cpu") throw_input_error(where + "/rng.ckpt: no 'cpu' state");
   at::Generator cpu_generator = at::detail::getDefaultCPUGenerator();  // shares the default
@@ -78,8 +50,6 @@ void Trainer::restore(const CheckpointInfo& checkpoint) {
     auto it = m.counters.find(name);
     return it == m.counters.end() ? 0.0 : it->second;
   };
-  if (scheduler_) scheduler_->set_steps(static_cast<int64_t>(counter("scheduler_steps")));
-  set_learning_rate(*optimizer_, counter("lr"));
   epoch_loss_sum_ = counter("epoch_loss_sum");
   epoch_loss_count_ = static_cast<int64_t>(counter("epoch_loss_count"));
   MASR_LOG_INFO("train: resuming from %s (epoch %lld, batch %lld, step %lld)", where.c_str(),
