@@ -18,19 +18,37 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t d_model, int64_t nhead, d
 at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& query, const at::Tensor& key,
                                            const at::Tensor& value, const at::Tensor& attn_mask,
                                            const at::Tensor& key_padding_mask) {
-  // LibTorch 1.13's C++ attention adds attn_mask to the scores whatever its dtype, so a boolean
-  // mask becomes an additive one (-inf where blocked) here.
-  at::Tensor additive;
-  if (attn_mask.defined()) {
-    additive = attn_mask.scalar_type() == torch::kBool
-                   ? torch::zeros(attn_mask.sizes(), query.options())
-                         .masked_fill(attn_mask, -std::numeric_limits<double>::infinity())
-                   : attn_mask;
+  // torch.nn.MultiheadAttention's computation on its own parameters (in_proj_weight/bias,
+  // out_proj), written out rather than calling LibTorch's C++ functional: that one fills the
+  // key padding mask under AT_DISPATCH_FLOATING_TYPES, which rejects the bf16/fp16 scores of CUDA
+  // autocast, and its mask handling differs between LibTorch 1.13 and 2.x.
+  const int64_t batch = query.size(0), t_q = query.size(1), t_k = key.size(1);
+  const int64_t d_model = query.size(2), heads = att->options.num_heads();
+  const int64_t head_dim = d_model / heads;
+  const auto w = att->in_proj_weight.chunk(3, 0);
+  const auto b = att->in_proj_bias.chunk(3, 0);
+  auto split_heads = [&](const at::Tensor& x, int64_t len) {
+    return x.view({batch, len, heads, head_dim}).transpose(1, 2);  // (B, H, T, Dh)
+  };
+  const at::Tensor q = split_heads(torch::linear(query, w[0], b[0]), t_q) *
+                       (1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const at::Tensor k = split_heads(torch::linear(key, w[1], b[1]), t_k);
+  const at::Tensor v = split_heads(torch::linear(value, w[2], b[2]), t_k);
+  at::Tensor scores = torch::matmul(q, k.transpose(-2, -1));  // (B, H, T_q, T_k)
+  constexpr double kBlocked = -std::numeric_limits<double>::infinity();
+  if (attn_mask.defined()) {  // (T_q, T_k) or (B * H, T_q, T_k); boolean or additive
+    const at::Tensor m = attn_mask.dim() == 2 ? attn_mask.view({1, 1, t_q, t_k})
+                                              : attn_mask.view({batch, heads, t_q, t_k});
+    scores = m.scalar_type() == torch::kBool ? scores.masked_fill(m, kBlocked) : scores + m;
   }
-  // torch's C++ MultiheadAttention is sequence-first: (T, B, d).
-  auto result = att->forward(query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1),
-                             key_padding_mask, /*need_weights=*/false, additive);
-  return std::get<0>(result).transpose(0, 1);
+  if (key_padding_mask.defined()) {
+    scores =
+        scores.masked_fill(key_padding_mask.to(torch::kBool).view({batch, 1, 1, t_k}), kBlocked);
+  }
+  at::Tensor weights = torch::softmax(scores, -1);
+  weights = torch::dropout(weights, att->options.dropout(), is_training());
+  const at::Tensor out = torch::matmul(weights, v).transpose(1, 2).reshape({batch, t_q, d_model});
+  return att->out_proj->forward(out);
 }
 
 RelPosMHAXLImpl::RelPosMHAXLImpl(int64_t d_model_, int64_t nhead_, double dropout,
