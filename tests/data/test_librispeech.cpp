@@ -62,7 +62,7 @@ TEST_CASE("LibriSpeech preparation writes SpeechBrain CSVs from the standard lay
         "19-198-0000,0.5," +
             t +
             "/19-198-0000.flac,19-198,CHAPTER ONE\n"
-            "19-198-0001,1.0," +
+            "19-198-0001,1," +
             t +
             "/19-198-0001.flac,19-198,NORTHANGER ABBEY\n"
             "20-205-0000,1.5," +
