@@ -76,7 +76,7 @@ if (( use_lm && stage <= 3 && 3 <= stop_stage )); then
   # shellcheck disable=SC2086
   "$bin" "${global[@]}" train "${launch[@]}" "$lm_hparams" --data_folder "$data" \
     --output_folder "$lm" --train_csv "$csv/train.csv" --valid_csv "$csv/dev-clean.csv" \
-    --tokenizer_file "$asr/model.masr" $lm_opts
+    --test_csv "$csv/test-clean.csv" --tokenizer_file "$asr/model.masr" $lm_opts
 fi
 
 if (( stage <= 4 && 4 <= stop_stage )); then
