@@ -22,6 +22,12 @@ struct CheckpointMeta {
   bool end_of_epoch = false;               // saved after epoch `epoch - 1` and its validation
   std::map<std::string, double> metrics;   // validation metrics (end-of-epoch checkpoints)
   std::map<std::string, double> counters;  // other scalar state (scheduler steps, ...)
+
+  // The counter `name`, or 0 when this checkpoint has none (older checkpoints lack newer ones).
+  double counter(const std::string& name) const {
+    const auto it = counters.find(name);
+    return it == counters.end() ? 0.0 : it->second;
+  }
 };
 
 struct CheckpointInfo {

@@ -3,8 +3,6 @@
 // RNG, the position in the epoch and the fp16 scaler) and the final averaging.
 #include <filesystem>
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include "core/error.h"
 #include "core/log.h"
 #include "train/lm_trainer.h"
@@ -24,7 +22,7 @@ void LmTrainer::save_checkpoint(bool end_of_epoch, const std::map<std::string, d
   last_checkpoint_ = std::chrono::steady_clock::now();
   if (!main()) return;
   std::map<std::string, std::string> files;
-  files["rng.ckpt"] = serialize_state({{"cpu", at::detail::getDefaultCPUGenerator().get_state()}});
+  files["rng.ckpt"] = serialize_cpu_rng();
   CheckpointMeta meta;
   meta.epoch = pos_.epoch, meta.batch = pos_.batch, meta.step = stepper_->steps();
   meta.end_of_epoch = end_of_epoch;
@@ -43,18 +41,11 @@ void LmTrainer::restore(const CheckpointInfo& checkpoint) {
   const auto saved = models::LmModel::load(where + "/model.masr");
   model_->load_state(saved->named_state(), where + "/model.masr");
   stepper_->restore(checkpoint, checkpoint.meta.step);
-  const StateDict rng = deserialize_state(Checkpointer::read(checkpoint, "rng.ckpt"), where);
-  if (rng.empty() || rng[0].first != "cpu") throw_input_error(where + "/rng.ckpt: no 'cpu' state");
-  at::Generator cpu_generator = at::detail::getDefaultCPUGenerator();
-  cpu_generator.set_state(rng[0].second);
+  restore_cpu_rng(Checkpointer::read(checkpoint, "rng.ckpt"), where + "/rng.ckpt");
   const CheckpointMeta& m = checkpoint.meta;
   pos_ = {m.epoch, m.batch};
-  auto counter = [&](const char* name) {
-    auto it = m.counters.find(name);
-    return it == m.counters.end() ? 0.0 : it->second;
-  };
-  epoch_loss_sum_ = counter("epoch_loss_sum");
-  epoch_loss_count_ = static_cast<int64_t>(counter("epoch_loss_count"));
+  epoch_loss_sum_ = m.counter("epoch_loss_sum");
+  epoch_loss_count_ = static_cast<int64_t>(m.counter("epoch_loss_count"));
   MASR_LOG_INFO("train: resuming the LM from %s (epoch %lld, batch %lld, step %lld)", where.c_str(),
                 static_cast<long long>(m.epoch), static_cast<long long>(m.batch),
                 static_cast<long long>(m.step));

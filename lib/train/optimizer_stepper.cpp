@@ -56,14 +56,10 @@ void OptimizerStepper::save(std::map<std::string, std::string>& files,
 void OptimizerStepper::restore(const CheckpointInfo& checkpoint, int64_t steps) {
   load_optimizer(*optimizer_, Checkpointer::read(checkpoint, "optimizer.ckpt"),
                  checkpoint.path + "/optimizer.ckpt");
-  const auto& counters = checkpoint.meta.counters;
-  auto counter = [&](const char* name) {
-    auto it = counters.find(name);
-    return it == counters.end() ? 0.0 : it->second;
-  };
-  if (scheduler_) scheduler_->set_steps(static_cast<int64_t>(counter("scheduler_steps")));
-  set_learning_rate(*optimizer_, counter("lr"));
-  scaler_.load_state(counters);
+  const CheckpointMeta& meta = checkpoint.meta;
+  if (scheduler_) scheduler_->set_steps(static_cast<int64_t>(meta.counter("scheduler_steps")));
+  set_learning_rate(*optimizer_, meta.counter("lr"));
+  scaler_.load_state(meta.counters);
   steps_ = steps;
   accumulated_ = 0;
 }

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -79,6 +80,17 @@ StateDict deserialize_state(const std::string& bytes, const std::string& origin)
     out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
   }
   return out;
+}
+
+std::string serialize_cpu_rng() {
+  return serialize_state({{"cpu", at::detail::getDefaultCPUGenerator().get_state()}});
+}
+
+void restore_cpu_rng(const std::string& bytes, const std::string& origin) {
+  const StateDict rng = deserialize_state(bytes, origin);
+  if (rng.empty() || rng[0].first != "cpu") throw_input_error(origin + ": no 'cpu' state");
+  at::Generator cpu_generator = at::detail::getDefaultCPUGenerator();  // shares the default
+  cpu_generator.set_state(rng[0].second);
 }
 
 }  // namespace masr::train

@@ -29,4 +29,9 @@ void load_state_dict(torch::nn::Module& module, const StateDict& state, const st
 std::string serialize_state(const StateDict& state);
 StateDict deserialize_state(const std::string& bytes, const std::string& origin);
 
+// The default CPU generator's state as checkpoint bytes (`rng.ckpt`), and back; restoring names
+// `origin` when the bytes hold no CPU state.
+std::string serialize_cpu_rng();
+void restore_cpu_rng(const std::string& bytes, const std::string& origin);
+
 }  // namespace masr::train

@@ -3,8 +3,6 @@
 // counter, plus the RNG state and the position in the epoch) and the final averaging.
 #include <filesystem>
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include "core/error.h"
 #include "core/log.h"
 #include "models/checkpoint.h"
@@ -21,7 +19,7 @@ void Trainer::save_checkpoint(bool end_of_epoch, const std::map<std::string, dou
   // model.masr (models/checkpoint.h: the model, normalizer statistics and tokenizer) holds the
   // model and normalizer recoverables; the rest is the training state.
   std::map<std::string, std::string> files;
-  files["rng.ckpt"] = serialize_state({{"cpu", at::detail::getDefaultCPUGenerator().get_state()}});
+  files["rng.ckpt"] = serialize_cpu_rng();
   CheckpointMeta meta;
   meta.epoch = pos_.epoch, meta.batch = pos_.batch, meta.step = pos_.step;
   meta.end_of_epoch = end_of_epoch;
@@ -40,18 +38,11 @@ void Trainer::restore(const CheckpointInfo& checkpoint) {
   asr_model_->load_state(models::read_checkpoint(where + "/model.masr").state,
                          where + "/model.masr");
   stepper_->restore(checkpoint, checkpoint.meta.step);
-  const StateDict rng = deserialize_state(Checkpointer::read(checkpoint, "rng.ckpt"), where);
-  if (rng.empty() || rng[0].first != "cpu") throw_input_error(where + "/rng.ckpt: no 'cpu' state");
-  at::Generator cpu_generator = at::detail::getDefaultCPUGenerator();  // shares the default
-  cpu_generator.set_state(rng[0].second);
+  restore_cpu_rng(Checkpointer::read(checkpoint, "rng.ckpt"), where + "/rng.ckpt");
   const CheckpointMeta& m = checkpoint.meta;
   pos_ = {m.epoch, m.batch, m.step};
-  auto counter = [&](const char* name) {
-    auto it = m.counters.find(name);
-    return it == m.counters.end() ? 0.0 : it->second;
-  };
-  epoch_loss_sum_ = counter("epoch_loss_sum");
-  epoch_loss_count_ = static_cast<int64_t>(counter("epoch_loss_count"));
+  epoch_loss_sum_ = m.counter("epoch_loss_sum");
+  epoch_loss_count_ = static_cast<int64_t>(m.counter("epoch_loss_count"));
   MASR_LOG_INFO("train: resuming from %s (epoch %lld, batch %lld, step %lld)", where.c_str(),
                 static_cast<long long>(m.epoch), static_cast<long long>(m.batch),
                 static_cast<long long>(m.step));
