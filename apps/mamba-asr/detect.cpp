@@ -55,7 +55,9 @@ nlohmann::json to_json(const runtime::MachineInfo& m, const std::string& device)
             {"numa_nodes", m.cpu.numa_nodes},
             {"parallel_backend", m.cpu.parallel_backend},
             {"intra_op_threads", m.cpu.intra_op_threads},
-            {"inter_op_threads", m.cpu.inter_op_threads}}},
+            {"inter_op_threads", m.cpu.inter_op_threads},
+            {"blas", m.cpu.blas.empty() ? "built into LibTorch" : m.cpu.blas},
+            {"blas_is_reference", m.cpu.blas_is_reference}}},
           {"cuda_build", m.cuda_build},
           {"cuda_available", !m.cuda.empty()},
           {"cuda_driver_version", m.cuda_driver_version},
@@ -75,6 +77,8 @@ void print_table(const runtime::MachineInfo& m, const std::string& device) {
               gib(c.memory_available_bytes).c_str());
   std::printf("%-18s %s, %d intra-op / %d inter-op threads\n", "parallelism",
               c.parallel_backend.c_str(), c.intra_op_threads, c.inter_op_threads);
+  std::printf("%-18s %s%s\n", "BLAS", c.blas.empty() ? "built into LibTorch" : c.blas.c_str(),
+              c.blas_is_reference ? " (reference implementation: slow)" : "");
   if (m.cuda.empty()) {
     std::printf("%-18s %s\n", "CUDA",
                 m.cuda_build ? "no device" : "not in this build (CPU LibTorch)");

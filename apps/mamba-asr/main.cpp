@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/version.h"
 #include "runtime/device.h"
+#include "runtime/machine.h"
 #include "runtime/registration.h"
 
 namespace {
@@ -94,6 +95,7 @@ int run(int argc, char** argv) {
                       : global.verbose > 0 ? masr::LogLevel::kDebug
                                            : masr::LogLevel::kInfo);
   masr::runtime::apply_threads(global.threads);
+  masr::runtime::warn_if_reference_blas();
   masr::runtime::parse_device(global.device);  // reject a malformed --device early
 
   for (auto& [sub, runner] : commands) {

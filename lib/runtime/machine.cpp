@@ -2,9 +2,13 @@
 // CPU facts come from /proc and /sys (Linux); elsewhere they are left unknown (0 / empty).
 #include "runtime/machine.h"
 
+#include "core/log.h"
+
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/version.h>
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -80,7 +84,42 @@ std::string parallel_backend() {
   return "";
 }
 
+// The library that provides sgemm_ in the global scope is the one LibTorch's matrix products
+// call (several may be loaded: liblapack.so.3 can pull in libopenblas next to libblas). Its path
+// is resolved through symlinks: Debian's /usr/lib/<triplet>/libblas.so.3 is an alternatives link.
+void detect_blas(CpuInfo& cpu) {
+  void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
+  Dl_info info{};
+  if (sgemm == nullptr || dladdr(sgemm, &info) == 0 || info.dli_fname == nullptr) return;
+  std::error_code ec;
+  const auto resolved = std::filesystem::canonical(info.dli_fname, ec);
+  cpu.blas = ec ? std::string(info.dli_fname) : resolved.string();
+  if (cpu.blas.find("libtorch") != std::string::npos) {
+    cpu.blas.clear();  // LibTorch carries its own (MKL in pip builds)
+    return;
+  }
+  // Debian installs the reference BLAS as .../blas/libblas.so.3 (package libblas3); optimized
+  // ones live in their own folders (openblas-openmp/, blis-openmp/, ...).
+  cpu.blas_is_reference = cpu.blas.find("/blas/libblas.so") != std::string::npos;
+}
+
 }  // namespace
+
+void warn_if_reference_blas() {
+  static const bool warned = [] {
+    CpuInfo cpu;
+    detect_blas(cpu);
+    if (cpu.blas_is_reference) {
+      MASR_LOG_WARN(
+          "LibTorch is using the reference BLAS (%s): matrix products run several times "
+          "slower; install an optimized one with 'apt install libopenblas0-openmp' "
+          "(scripts/setup.sh does)",
+          cpu.blas.c_str());
+    }
+    return true;
+  }();
+  (void)warned;
+}
 
 MachineInfo detect_machine() {
   MachineInfo info;
@@ -93,6 +132,7 @@ MachineInfo detect_machine() {
   cpu.parallel_backend = parallel_backend();
   cpu.intra_op_threads = at::get_num_threads();
   cpu.inter_op_threads = at::get_num_interop_threads();
+  detect_blas(cpu);
   info.mps = at::hasMPS();
   detect_cuda(info);
   return info;
