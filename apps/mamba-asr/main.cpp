@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "core/crash_report.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -121,6 +122,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
 }  // namespace masr::cli
 
 int main(int argc, char** argv) {
+  masr::install_crash_reporter();
   try {
     masr::runtime::register_all_classes();
     return run(argc, argv);
