@@ -21,6 +21,7 @@
 #include "data/sampler.h"
 #include "features/fbank.h"
 #include "runtime/benchmark.h"
+#include "core/remove_tree.h"
 
 namespace masr::data {
 namespace {
@@ -41,10 +42,7 @@ class TempDir {
                                          std::to_string(std::random_device()()));
     fs::create_directories(path_);
   }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
+  ~TempDir() { remove_tree(path_.string()); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const fs::path& path() const { return path_; }

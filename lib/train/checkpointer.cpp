@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/atomic_file.h"
+#include "core/remove_tree.h"
 
 namespace masr::train {
 namespace fs = std::filesystem;
@@ -52,7 +53,7 @@ Checkpointer::Checkpointer(std::string dir) : dir_(std::move(dir)) {
     const std::string name = entry.path().filename().string();
     if (entry.is_directory() && name.rfind(".tmp-CKPT+", 0) == 0) {
       MASR_LOG_INFO("checkpoint: removing incomplete %s", entry.path().c_str());
-      fs::remove_all(entry.path(), ec);
+      remove_tree(entry.path().string());
     }
   }
   for (const auto& c : list()) next_serial_ = std::max(next_serial_, c.meta.serial + 1);
@@ -67,7 +68,7 @@ std::string Checkpointer::save(CheckpointMeta meta, const std::map<std::string, 
   const fs::path temp = fs::path(dir_) / (std::string(".tmp-") + name);
   const fs::path final_path = fs::path(dir_) / name;
   std::error_code ec;
-  fs::remove_all(temp, ec);
+  remove_tree(temp.string());
   fs::create_directories(temp, ec);
   if (ec) throw_io_error("cannot create '" + temp.string() + "': " + ec.message());
   for (const auto& [file, bytes] : files) write_file_synced((temp / file).string(), bytes);
@@ -132,9 +133,10 @@ void Checkpointer::prune(const RetentionPolicy& policy) const {
   for (const auto& c : best(policy)) keep.push_back(c.path);
   for (const auto& c : all) {
     if (std::find(keep.begin(), keep.end(), c.path) != keep.end()) continue;
-    std::error_code ec;
-    fs::remove_all(c.path, ec);
-    if (ec) MASR_LOG_WARN("checkpoint: cannot delete %s: %s", c.path.c_str(), ec.message().c_str());
+    std::string error;
+    if (!remove_tree(c.path, &error)) {
+      MASR_LOG_WARN("checkpoint: cannot delete %s: %s", c.path.c_str(), error.c_str());
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 #include "data/manifest.h"
 #include "data/sampler.h"
 #include "features/fbank.h"
+#include "core/remove_tree.h"
 
 using namespace masr::data;
 namespace fs = std::filesystem;
@@ -101,5 +102,5 @@ TEST_CASE("a feature-extracting loader gives the same batches with 0, 1 and 2 wo
       CHECK(at::equal(parallel[b].lengths, serial[b].lengths));
     }
   }
-  fs::remove_all(dir);
+  masr::remove_tree(dir);
 }

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/remove_tree.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -74,7 +76,7 @@ const char* kSplits[] = {"train", "valid", "test"};
 
 TEST_CASE("make_synth_corpus.sh: CSVs, durations, speaker split, determinism, resume", "[synth]") {
   const fs::path root = fs::temp_directory_path() / ("masr_synth_" + std::to_string(::getpid()));
-  fs::remove_all(root);
+  masr::remove_tree(root);
   const fs::path a = root / "a", b = root / "b";
   make_corpus(a, 3);
   make_corpus(b, 3);
@@ -133,7 +135,7 @@ TEST_CASE("make_synth_corpus.sh: CSVs, durations, speaker split, determinism, re
   // Another seed gives another corpus.
   make_corpus(b, 4);
   CHECK(read_text(b / "train.csv") != before);
-  fs::remove_all(root);
+  masr::remove_tree(root);
 }
 
 TEST_CASE("make_synth_corpus.sh: option errors name the option", "[synth]") {

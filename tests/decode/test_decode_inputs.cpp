@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "decode/decode_inputs.h"
+#include "core/remove_tree.h"
 
 namespace fs = std::filesystem;
 using masr::decode::gather_inputs;
@@ -20,7 +21,7 @@ void touch(const fs::path& path, const std::string& text = "") {
 
 TEST_CASE("Decode inputs expand files, folders, lists, CSVs, wav.scp and stdin", "[decode]") {
   const fs::path root = fs::temp_directory_path() / "masr_test_decode_inputs";
-  fs::remove_all(root);
+  masr::remove_tree(root);
   touch(root / "audio/z.wav");
   touch(root / "audio/sub/a.FLAC");
   touch(root / "audio/notes.txt");
@@ -54,5 +55,5 @@ TEST_CASE("Decode inputs expand files, folders, lists, CSVs, wav.scp and stdin",
   touch(root / "other/z.wav");
   CHECK_THROWS_WITH(gather_inputs({(root / "audio").string(), (root / "other").string()}, empty),
                     Catch::Contains("utterance id 'z' appears twice"));
-  fs::remove_all(root);
+  masr::remove_tree(root);
 }

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/remove_tree.h"
+
 namespace masr::test {
 
 // Voiced speech imitation: a glottal-like harmonic series with a gliding f0 (110-190 Hz), three
@@ -61,7 +63,7 @@ class ScratchDir {
   }
   ~ScratchDir() {
     std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
+    masr::remove_tree(path_);
   }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
   const std::filesystem::path& path() const { return path_; }

@@ -19,6 +19,7 @@
 #include "features/augment_warping.h"
 #include "hparams/hparams.h"
 #include "runtime/registration.h"
+#include "core/remove_tree.h"
 
 using namespace masr::features;
 namespace fs = std::filesystem;
@@ -73,7 +74,7 @@ at::Tensor python_reference(const at::Tensor& x, const std::string& kind, uint64
       std::to_string(x.size(2)) + " " + std::to_string(seed) + " " + params;
   REQUIRE(std::system(cmd.c_str()) == 0);
   auto out = read_floats(dir / "out.bin", x.sizes());
-  fs::remove_all(dir);
+  masr::remove_tree(dir);
   return out;
 }
 

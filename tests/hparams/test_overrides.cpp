@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "helpers.h"
+#include "core/remove_tree.h"
 
 using masr::hparams::LoadOptions;
 using masr::hparams::parse_override_args;
@@ -113,7 +114,7 @@ TEST_CASE("placeholder_value fills every !PLACEHOLDER an override leaves", "[hpa
             .empty());
   CHECK_THROWS_WITH(masr::hparams::load_file((dir / "main.yaml").string()),
                     Catch::Contains("'root' is a !PLACEHOLDER"));
-  std::filesystem::remove_all(dir);
+  masr::remove_tree(dir);
 }
 
 TEST_CASE("!include: loads another file with the body as its overrides", "[hparams]") {
@@ -137,7 +138,7 @@ TEST_CASE("!include: loads another file with the body as its overrides", "[hpara
   std::ofstream(dir / "missing.yaml") << "x: !include:nowhere.yaml\n";
   CHECK_THROWS_WITH(masr::hparams::load_file((dir / "missing.yaml").string()),
                     Catch::Contains("does not exist"));
-  std::filesystem::remove_all(dir);
+  masr::remove_tree(dir);
 }
 
 TEST_CASE("the fixture with every §1.4 construct resolves to the expected values", "[hparams]") {

@@ -14,6 +14,7 @@
 #include "nn/attention.h"
 #include "nn/conv_frontend.h"
 #include "nn/mamba.h"
+#include "core/remove_tree.h"
 
 namespace {
 
@@ -80,7 +81,7 @@ TEST_CASE("BiMamba, RelPosMHAXL and the CNN front end match Python references", 
   std::ifstream in(dir / "out.pt", std::ios::binary);
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
   const auto ref = torch::pickle_load(bytes).toGenericDict();
-  fs::remove_all(dir);
+  masr::remove_tree(dir);
 
   const at::Tensor got = mamba->forward(mamba_x, lengths);
   for (int64_t b = 0; b < 3; ++b) {

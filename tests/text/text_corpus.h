@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/remove_tree.h"
+
 namespace masr::testing {
 
 // `count` sentences of 4..14 words drawn (fixed seed) from a small vocabulary that covers all 26
@@ -44,7 +46,7 @@ class TempDir {
   }
   ~TempDir() {
     std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    masr::remove_tree(path_);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
