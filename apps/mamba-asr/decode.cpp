@@ -29,6 +29,7 @@ namespace {
 struct DecodeOptions {
   std::string model;
   std::vector<std::string> inputs;
+  std::string data_root;  // fills a CSV's $data_root, as SpeechBrain's replacements do
   std::string format = "text";
   std::string ref;
   bool wer_details = false;
@@ -124,7 +125,9 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
     throw_config_error("decode: --lm (a neural LM) is used by the s2s search only, not '" + search +
                        "'; use --arpa for ctc-beam");
   }
-  const auto rows = decode::gather_inputs(o.inputs, std::cin);
+  const auto rows = decode::gather_inputs(
+      o.inputs, std::cin,
+      o.data_root.empty() ? data::Replacements{} : data::Replacements{{"data_root", o.data_root}});
   const std::map<std::string, std::string> refs =
       o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref);
   MASR_LOG_INFO("decoding %zu utterances with %s search on %s", rows.size(), search.c_str(),
@@ -190,6 +193,8 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   DecodeOptions& o = *options;
   cmd->add_option("-m,--model", o.model, "A trained model (file or folder)")->required();
   cmd->add_option("inputs", o.inputs, "Audio files, folders, lists or manifests")->required();
+  cmd->add_option("--data-root", o.data_root,
+                  "Folder that replaces $data_root in SpeechBrain CSV inputs");
   cmd->add_option("--search", o.config.search, "greedy, ctc-beam, s2s, rescore or auto")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "greedy", "ctc-beam", "s2s", "rescore"}));

@@ -45,7 +45,7 @@ void append_folder(const fs::path& folder, std::vector<data::ManifestRow>& rows)
 }
 
 void append_input(const std::string& input, std::istream& stdin_list,
-                  std::vector<data::ManifestRow>& rows) {
+                  const data::Replacements& replacements, std::vector<data::ManifestRow>& rows) {
   if (input == "-") {
     std::string line;
     for (int n = 1; std::getline(stdin_list, line); ++n) {
@@ -72,7 +72,7 @@ void append_input(const std::string& input, std::istream& stdin_list,
   }
   if (fs::is_directory(path)) return append_folder(path, rows);
   if (ext == ".csv") {
-    for (auto& row : data::read_speechbrain_csv(input).rows) rows.push_back(std::move(row));
+    for (auto& row : data::read_speechbrain_csv(input, replacements).rows) rows.push_back(std::move(row));
   } else if (path.filename() == "wav.scp") {
     const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
     for (auto& row : data::read_kaldi_dir(parent.string()).rows) rows.push_back(std::move(row));
@@ -90,9 +90,10 @@ const std::vector<std::string>& audio_extensions() {
 }
 
 std::vector<data::ManifestRow> gather_inputs(const std::vector<std::string>& inputs,
-                                             std::istream& stdin_list) {
+                                             std::istream& stdin_list,
+                                             const data::Replacements& replacements) {
   std::vector<data::ManifestRow> rows;
-  for (const std::string& input : inputs) append_input(input, stdin_list, rows);
+  for (const std::string& input : inputs) append_input(input, stdin_list, replacements, rows);
   std::map<std::string, std::string> seen;  // id -> source
   for (const auto& row : rows) {
     const auto [it, fresh] = seen.emplace(row.id, row.source);
