@@ -50,11 +50,12 @@ std::optional<RuntimePlan> cached_plan(const MachineInfo& machine, const std::st
 }  // namespace
 
 std::vector<std::string> auto_keys(const std::string& hparams_file, const Overrides& overrides) {
+  // A file yaml-cpp cannot read is left to the hparams loader, which names the problem better.
   YAML::Node root;
   try {
     root = YAML::LoadFile(hparams_file);
-  } catch (const YAML::Exception& e) {
-    throw_config_error("hparams '" + hparams_file + "': " + e.what());
+  } catch (const YAML::Exception&) {
+    root = YAML::Node();
   }
   std::vector<std::string> out;
   for (const auto& key : knobs()) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iomanip>
 #include <sstream>
 
 #include "core/error.h"
@@ -121,6 +122,7 @@ std::string csv(const std::vector<BenchResult>& results) {
     }
   }
   std::ostringstream out;
+  out << std::setprecision(9);  // byte counts stay integers, times keep ns resolution
   out << "name,repeat,median_s,p10_s,p90_s,work,work_unit,throughput_per_s";
   for (const auto& m : metric_names) out << "," << m;
   out << ",note\n";

@@ -48,7 +48,7 @@ ModelFacts facts_of(const models::AsrModel& model, const hparams::Hparams& hp) {
 }  // namespace
 
 std::string stable_hash(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;  // the FNV-64 offset basis
   for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ULL;
