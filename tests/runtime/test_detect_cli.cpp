@@ -64,3 +64,44 @@ TEST_CASE("detect rejects conflicting options with a message", "[runtime][detect
   CHECK(WEXITSTATUS(status) != 0);
   CHECK_THAT(out, Catch::Contains("/nonexistent.yaml"));
 }
+
+TEST_CASE("bench --tune twice: the second run reuses the plan and measures nothing",
+          "[runtime][tune]") {
+  masr::test::TempCache cache;
+  const std::string args = "--device cpu bench --tune --hparams " + masr::test::kTinyHparams +
+                           " --seconds 1 --batch 1 --threads 1 --warmup 0 --repeat 1 --json";
+  int status = -1;
+  const auto first = nlohmann::json::parse(run_output(args, &status));
+  REQUIRE(status == 0);
+  CHECK(first["plan_source"] == "measured");
+  CHECK(first["measurements"] == 3);  // train + decode at 1 thread, then batch 1
+  CHECK(first["profile"]["intra_op_threads"] == 1);
+  CHECK(first["profile"]["batch_size"] == 1);
+  const auto second = nlohmann::json::parse(run_output(args, &status));
+  REQUIRE(status == 0);
+  CHECK(second["plan_source"] == "cache");
+  CHECK(second["measurements"] == 0);
+  CHECK(second["plan_file"] == first["plan_file"]);
+  CHECK(second["measured"] == first["measured"]);
+}
+
+TEST_CASE("train --dry-run fills auto knobs from the profile and keeps explicit ones",
+          "[runtime][detect]") {
+  masr::test::TempCache cache;
+  int status = -1;
+  const std::string out = run_output(
+      "--device cpu --threads auto train " + masr::test::kTinyHparams +
+          " --data_folder d --batch_size auto --max_batch_length_train auto --num_workers 5 "
+          "--dry-run",
+      &status, true);
+  REQUIRE(status == 0);
+  CHECK_THAT(out, Catch::Contains("auto: batch_size = 4 (from the profile"));
+  CHECK_THAT(out, Catch::Contains("auto: threads = "));
+  CHECK_THAT(out, Catch::Contains("\nbatch_size: 4\n"));
+  CHECK_THAT(out, Catch::Contains("\nmax_batch_length_train: 200\n"));
+  CHECK_THAT(out, Catch::Contains("\nnum_workers: 5\n"));
+  status = -1;
+  const std::string bad = run_output("--threads many detect", &status, true);
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_THAT(bad, Catch::Contains("'many' is not a number or auto"));
+}
