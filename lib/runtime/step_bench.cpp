@@ -67,6 +67,7 @@ TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const std::string& de
   s.config = train::train_config_from(hp);
   s.config.grad_accumulation_factor = 1;  // every timed step is a full optimizer step
   s.device = at::Device(device);
+  if (!s.device.is_cuda()) s.config.precision = "fp32";  // autocast is CUDA-only (train/autocast.h)
   s.task = std::make_unique<train::AsrTask>(hp);
   s.task->to(s.device);
   s.task->train(true);
@@ -88,6 +89,13 @@ BenchResult TrainStepBench::run(const StepSpec& spec, const BenchSettings& setti
                                     .to(s.device);
   at::Generator generator = features::make_generator(0);
   const std::string precision = s.device.is_cuda() ? spec.precision : "fp32";
+  if (precision != s.config.precision) {
+    // The stepper's loss scaler follows the precision (on for fp16 on CUDA): a new one.
+    s.config.precision = precision;
+    s.stepper = std::make_unique<train::OptimizerStepper>(s.config, s.task->parameters(),
+                                                          s.device.is_cuda(),
+                                                          std::make_shared<train::DataParallel>());
+  }
   reset_peak_memory(spec.device);
   BenchResult r =
       measure("train-step/" + precision + "/b" + std::to_string(spec.batch), settings, [&] {

@@ -147,6 +147,59 @@ double memory_per_audio_second(const std::vector<Candidate>& batches, double sec
   return static_cast<double>(hi->peak_bytes) / (static_cast<double>(hi->batch) * seconds);
 }
 
+// The fastest train step's settings replace the profile's; the accumulation keeps the
+// effective batch and the measured memory growth caps the batch length.
+void adopt(const Candidate& best, const std::vector<Candidate>& batches, double seconds,
+           RuntimeProfile& profile) {
+  profile.intra_op_threads = best.threads;
+  profile.inter_op_threads = std::min(profile.inter_op_threads, best.threads);
+  profile.precision = best.precision;
+  const int64_t effective = profile.effective_batch();
+  profile.batch_size = best.batch;
+  profile.grad_accumulation_factor =
+      std::max<int64_t>(1, (effective + best.batch - 1) / best.batch);
+  const double per_s = memory_per_audio_second(batches, seconds);
+  const double fits =
+      per_s > 0 ? std::floor(static_cast<double>(profile.memory_budget_bytes) / per_s) : 0;
+  if (fits > 0 && fits < profile.max_batch_length_train) profile.max_batch_length_train = fits;
+  profile.reasons.push_back("measured: batch " + std::to_string(best.batch) + ", " +
+                            std::to_string(best.threads) + " threads, " + best.precision +
+                            " was the fastest train step that fit (" +
+                            std::to_string(best.throughput) + " audio-s/s)");
+}
+
+// Threads first (train step at batch 2, decode at batch 1 for latency), then batch sizes per
+// precision at the best threads. Fills `plan` (not its signature); returns the measurements run.
+int measure_plan(const TuneOptions& o, const hparams::Hparams& hp, RuntimeProfile profile,
+                 RuntimePlan& plan) {
+  apply_cuda_settings(profile.tf32, profile.cudnn_benchmark);
+  const int previous_threads = at::get_num_threads();
+  Measurer m(o, hp);
+  std::vector<Candidate> train_threads, decode_threads;
+  for (int t : thread_candidates(o, profile)) {
+    train_threads.push_back(m.run({t, "fp32", o.batches.empty() ? 2 : o.batches.front()}, false));
+    decode_threads.push_back(m.run({t, "fp32", 1}, true));
+  }
+  const Candidate threads = best_of(train_threads), decode = best_of(decode_threads);
+  std::vector<Candidate> batches;
+  for (const auto& precision : precision_candidates(profile)) {
+    const int t = threads.ok ? threads.threads : profile.intra_op_threads;
+    for (const auto& c : sweep_batches(m, o, profile, t, precision)) batches.push_back(c);
+  }
+  at::set_num_threads(previous_threads);
+  const Candidate best = best_of(batches);
+  if (best.ok) {
+    adopt(best, batches, o.seconds, profile);
+  } else {
+    MASR_LOG_WARN("tune: no candidate could be measured; the plan is the detect profile");
+  }
+  profile.reasons.push_back("CUDA graphs: not measured (no graph-capture path in this build)");
+  plan.profile = profile;
+  plan.decode_threads = decode.ok ? decode.threads : profile.intra_op_threads;
+  plan.measured = m.log();
+  return m.count();
+}
+
 }  // namespace
 
 TuneOutcome tune(const TuneOptions& o) {
@@ -172,49 +225,7 @@ TuneOutcome tune(const TuneOptions& o) {
       return out;
     }
   }
-  RuntimeProfile profile = derive_profile(machine, o.device, &facts);
-  apply_cuda_settings(profile.tf32, profile.cudnn_benchmark);
-  const int previous_threads = at::get_num_threads();
-  Measurer m(o, hp);
-  // Threads: the train step at batch 2, decode at batch 1 (latency).
-  std::vector<Candidate> train_threads, decode_threads;
-  for (int t : thread_candidates(o, profile)) {
-    train_threads.push_back(m.run({t, "fp32", o.batches.empty() ? 2 : o.batches.front()}, false));
-    decode_threads.push_back(m.run({t, "fp32", 1}, true));
-  }
-  const Candidate threads = best_of(train_threads), decode = best_of(decode_threads);
-  std::vector<Candidate> batches;
-  for (const auto& precision : precision_candidates(profile)) {
-    const int t = threads.ok ? threads.threads : profile.intra_op_threads;
-    for (const auto& c : sweep_batches(m, o, profile, t, precision)) batches.push_back(c);
-  }
-  at::set_num_threads(previous_threads);
-  const Candidate best = best_of(batches);
-  if (!best.ok) {
-    MASR_LOG_WARN("tune: no candidate could be measured; the plan is the detect profile");
-  } else {
-    profile.intra_op_threads = best.threads;
-    profile.inter_op_threads = std::min(profile.inter_op_threads, best.threads);
-    profile.precision = best.precision;
-    const int64_t effective = profile.effective_batch();
-    profile.batch_size = best.batch;
-    profile.grad_accumulation_factor =
-        std::max<int64_t>(1, (effective + best.batch - 1) / best.batch);
-    // Memory per audio second from the measured peaks, against the budget.
-    const double per_s = memory_per_audio_second(batches, o.seconds);
-    const double fits =
-        per_s > 0 ? std::floor(static_cast<double>(profile.memory_budget_bytes) / per_s) : 0;
-    if (fits > 0 && fits < profile.max_batch_length_train) profile.max_batch_length_train = fits;
-    profile.reasons.push_back("measured: batch " + std::to_string(best.batch) + ", " +
-                              std::to_string(best.threads) + " threads, " + best.precision +
-                              " was the fastest train step that fit (" +
-                              std::to_string(best.throughput) + " audio-s/s)");
-  }
-  profile.reasons.push_back("CUDA graphs: not measured (no graph-capture path in this build)");
-  out.plan.profile = profile;
-  out.plan.decode_threads = decode.ok ? decode.threads : profile.intra_op_threads;
-  out.plan.measured = m.log();
-  out.measurements = m.count();
+  out.measurements = measure_plan(o, hp, derive_profile(machine, o.device, &facts), out.plan);
   out.source = "measured";
   save_plan(out.plan, out.path);
   MASR_LOG_INFO("tune: %d measurements; plan saved to %s", out.measurements, out.path.c_str());
