@@ -8,6 +8,7 @@
 #include <string>
 
 #ifdef MASR_WITH_CUDA
+#include <c10/core/Device.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -18,9 +19,11 @@ namespace {
 bool is_cuda(const std::string& device) { return device.rfind("cuda", 0) == 0; }
 
 #ifdef MASR_WITH_CUDA
-int cuda_index(const std::string& device) {
+// LibTorch 2.x takes a c10::DeviceIndex (int8_t) where 1.13 took an int; both accept this.
+c10::DeviceIndex cuda_index(const std::string& device) {
   const size_t colon = device.find(':');
-  return colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
+  return static_cast<c10::DeviceIndex>(
+      colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1)));
 }
 #endif
 
