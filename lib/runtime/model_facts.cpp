@@ -20,12 +20,13 @@ int64_t transformer_arg(const hparams::Hparams& hp, const char* name, int64_t fa
 
 // Floats kept for backward per second of audio. The recipes' CNN front end halves time twice
 // (100 -> 50 -> 25 frames/s) and works at 80/2 and 80/4 frequency bins with ~64 and ~32
-// channels; each encoder layer keeps about a dozen d_model-wide and four d_ffn-wide tensors per
-// frame (norms, attention or the bidirectional Mamba's expanded branches, the feed-forward).
-// The decoder sees ~4 tokens per second of audio. Deliberately rough: measurement replaces it.
+// channels; each encoder layer keeps, per frame, about two dozen d_model-wide tensors (norms,
+// residuals, attention or the bidirectional Mamba's expanded branches, the convolution module)
+// and eight d_ffn-wide ones (the two macaron feed-forwards). The decoder sees ~4 tokens per
+// second of audio. Deliberately rough and on the generous side: measurement replaces it.
 int64_t activation_floats_per_s(const ModelFacts& f) {
   const int64_t front_end = 100 * 80 * 4 + 50 * 40 * 64 * 4 + 25 * 20 * 32 * 4;
-  const int64_t per_layer = 25 * (12 * f.d_model + 4 * f.d_ffn);
+  const int64_t per_layer = 25 * (24 * f.d_model + 8 * f.d_ffn);
   const int64_t decoder = 4 * f.decoder_layers * (16 * f.d_model + 4 * f.d_ffn);
   return front_end + f.encoder_layers * per_layer + decoder;
 }
