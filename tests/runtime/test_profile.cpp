@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hparams/hparams.h"
+#include "models/asr_model.h"
 #include "runtime/auto_settings.h"
 #include "runtime/model_facts.h"
 #include "runtime/plan.h"
@@ -170,4 +171,32 @@ TEST_CASE("auto knobs come from the cached plan, else the profile; explicit valu
   // Explicit values are never replaced.
   r = resolve_auto(masr::test::kTinyHparams, {{"batch_size", "7"}}, "cpu");
   CHECK(r.overrides.empty());
+}
+
+TEST_CASE("a saved model hashes like its recipe and finds the recipe's plan for decoding",
+          "[runtime][profile]") {
+  register_all_classes();
+  masr::test::TempCache cache;
+  const MachineInfo machine = detect_machine();
+  const auto hp = load_hparams_for_runtime(masr::test::kTinyHparams, {}, machine, "cpu");
+  const ModelFacts recipe = model_facts_from(hp);
+  const std::string model_file = cache.dir() + "/model.masr";
+  masr::models::AsrModel::from_hparams(hp)->save(model_file);
+  const ModelFacts saved = model_facts_from_model(model_file);
+  CHECK(saved.hparams_hash == recipe.hparams_hash);
+  CHECK(saved.parameters == recipe.parameters);
+  CHECK(saved.d_model == 64);
+
+  std::string source;
+  const int profile_threads = derive_profile(machine, "cpu", nullptr).intra_op_threads;
+  const auto model = masr::models::AsrModel::load(model_file);
+  CHECK(auto_decode_threads(model->hparams_yaml(), "cpu", &source) == profile_threads);
+  CHECK(source == "profile");
+
+  RuntimePlan plan;
+  plan.signature = plan_signature(machine, "cpu", recipe.hparams_hash, {{"seconds", 4.0}});
+  plan.decode_threads = profile_threads + 3;  // distinguishable from the profile's
+  save_plan(plan, plan_path(plan.signature));
+  CHECK(auto_decode_threads(model->hparams_yaml(), "cpu", &source) == profile_threads + 3);
+  CHECK(source == "plan " + plan_path(plan.signature));
 }
