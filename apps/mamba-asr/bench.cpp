@@ -1,11 +1,17 @@
 // apps/mamba-asr/bench.cpp
 // `mamba-asr bench [NAME...]`: runs registered benchmarks (warm-up, repetitions, median and
-// spread; --json for machine-readable lines). Subsystems register theirs in lib/*/.
+// spread) over sweeps of --threads and --batch, as a table, JSON lines, CSV or Markdown; and
+// `bench --tune`, which measures a model's settings and caches the plan.
+#include <ATen/Parallel.h>
+
 #include <iostream>
+#include <sstream>
 
 #include "commands.h"
 #include "core/error.h"
 #include "runtime/benchmark.h"
+#include "runtime/device.h"
+#include "runtime/tuner.h"
 
 namespace masr::cli {
 namespace {
@@ -13,19 +19,76 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> names;
   runtime::BenchSettings settings;
-  bool json = false;
+  std::string batches, threads;  // comma-separated sweeps
+  bool json = false, csv = false, markdown = false;
   bool list = false;
+  bool tune = false, replan = false;
 };
 
-int run_bench(const BenchOptions& options) {
-  const auto& all = runtime::benchmarks();
-  if (options.list || all.empty()) {
-    if (all.empty()) std::cerr << "no benchmarks are registered in this build\n";
-    for (const auto& b : all) std::cout << b.name << "\n    " << b.description << "\n";
-    return all.empty() ? 1 : 0;
+template <typename T>
+std::vector<T> parse_list(const std::string& text, const char* option) {
+  std::vector<T> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      const long long value = std::stoll(item, &used);
+      if (used != item.size() || value < 1) throw std::invalid_argument(item);
+      out.push_back(static_cast<T>(value));
+    } catch (const std::exception&) {
+      throw Error(ErrorKind::kUsage,
+                  std::string("bench: ") + option + " '" + text +
+                      "': give positive integers separated by commas, e.g. 1,8,32");
+    }
   }
+  return out;
+}
+
+runtime::ResultFormat format_of(const BenchOptions& o) {
+  if (o.json + o.csv + o.markdown > 1) {
+    throw Error(ErrorKind::kUsage, "bench: give at most one of --json, --csv, --markdown");
+  }
+  return o.json       ? runtime::ResultFormat::kJson
+         : o.csv      ? runtime::ResultFormat::kCsv
+         : o.markdown ? runtime::ResultFormat::kMarkdown
+                      : runtime::ResultFormat::kTable;
+}
+
+int run_tune(const BenchOptions& o, const std::string& device, const std::vector<int>& threads) {
+  if (o.settings.hparams.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "bench --tune: give the model, e.g. --hparams hparams/CTC/conmamba_tiny.yaml");
+  }
+  runtime::TuneOptions t;
+  t.hparams_file = o.settings.hparams;
+  t.device = device;
+  t.replan = o.replan;
+  t.warmup = o.settings.warmup;
+  t.repeat = o.settings.repeat;
+  t.seconds = o.settings.seconds;
+  t.batches = o.settings.batches;
+  t.threads = threads;
+  const runtime::TuneOutcome out = runtime::tune(t);
+  nlohmann::json j = runtime::plan_to_json(out.plan);
+  j["plan_source"] = out.source;
+  j["plan_file"] = out.path;
+  j["measurements"] = out.measurements;
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "plan source: " << out.source << " (" << out.measurements << " measurements)\n"
+              << "plan file:   " << out.path << "\n"
+              << runtime::format_profile(out.plan.profile)
+              << "decode threads: " << out.plan.decode_threads << "\n";
+  }
+  return 0;
+}
+
+std::vector<const runtime::Benchmark*> choose(const std::vector<std::string>& names) {
+  const auto& all = runtime::benchmarks();
   std::vector<const runtime::Benchmark*> chosen;
-  for (const auto& name : options.names) {
+  for (const auto& name : names) {
     const runtime::Benchmark* found = nullptr;
     for (const auto& b : all) found = b.name == name ? &b : found;
     if (found == nullptr) {
@@ -39,43 +102,90 @@ int run_bench(const BenchOptions& options) {
   if (chosen.empty()) {
     for (const auto& b : all) chosen.push_back(&b);
   }
+  return chosen;
+}
+
+int run_bench(BenchOptions& options, const GlobalOptions& global) {
+  const runtime::ResultFormat format = format_of(options);
+  if (!options.batches.empty()) {
+    options.settings.batches = parse_list<int64_t>(options.batches, "--batch");
+  }
+  const std::vector<int> threads =
+      options.threads.empty() ? std::vector<int>{} : parse_list<int>(options.threads, "--threads");
+  options.settings.device = runtime::resolve_device(runtime::parse_device(global.device)).str();
+  if (options.tune) return run_tune(options, options.settings.device, threads);
+  const auto& all = runtime::benchmarks();
+  if (options.list || all.empty()) {
+    if (all.empty()) std::cerr << "no benchmarks are registered in this build\n";
+    for (const auto& b : all) std::cout << b.name << "\n    " << b.description << "\n";
+    return all.empty() ? 1 : 0;
+  }
+  const auto chosen = choose(options.names);
   std::vector<runtime::BenchResult> results;
-  for (const auto* b : chosen) {
-    std::cerr << "bench: " << b->name << " (" << options.settings.warmup << " warm-up, "
-              << options.settings.repeat << " timed)\n";
-    for (auto& r : b->run(options.settings)) {
-      if (options.json) std::cout << runtime::format_results({r}, true) << std::flush;
-      results.push_back(std::move(r));
+  const std::vector<int> sweep = threads.empty() ? std::vector<int>{0} : threads;
+  for (int t : sweep) {
+    if (t > 0) at::set_num_threads(t);
+    for (const auto* b : chosen) {
+      std::cerr << "bench: " << b->name << " (" << options.settings.warmup << " warm-up, "
+                << options.settings.repeat << " timed, " << at::get_num_threads() << " threads)\n";
+      for (auto& r : b->run(options.settings)) {
+        if (format == runtime::ResultFormat::kJson) {
+          std::cout << runtime::format_results({r}, format) << std::flush;
+        }
+        results.push_back(std::move(r));
+      }
     }
   }
-  if (!options.json) std::cout << runtime::format_results(results, false);
+  if (format != runtime::ResultFormat::kJson) std::cout << runtime::format_results(results, format);
   return 0;
 }
 
 }  // namespace
 
-Runner add_bench_command(CLI::App& app, GlobalOptions& /*global*/) {
+Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "bench",
-      "Benchmark the pieces of mamba-asr on this machine.\n\n"
-      "Every benchmark warms up, repeats, and reports the median and the p10-p90 spread;\n"
-      "--json prints one machine-readable object per result. With no NAME, all run.\n\n"
+      "Benchmark the pieces of mamba-asr on this machine, or tune a model's runtime plan.\n\n"
+      "Every benchmark warms up, repeats, and reports the median and the p10-p90 spread.\n"
+      "With no NAME, all run. --batch and --threads take comma-separated sweeps.\n"
+      "--tune measures a model's candidates (threads, batch sizes up to the memory limit,\n"
+      "precisions) and caches the fastest as a plan under $XDG_CACHE_HOME/mamba-asr/plans\n"
+      "(default ~/.cache); a later --tune with the same signature reuses it.\n\n"
       "Examples:\n"
       "  mamba-asr bench --list\n"
       "  mamba-asr bench features --repeat 20\n"
+      "  mamba-asr bench train-step decode-rtf --batch 1,8 --threads 1,2 --markdown\n"
+      "  mamba-asr bench --tune --hparams hparams/CTC/conmamba_tiny.yaml\n"
       "  mamba-asr --threads 2 bench scan --json");
   cmd->add_option("names", options->names, "Benchmarks to run (see --list)");
   cmd->add_flag("--list", options->list, "List the benchmarks");
-  cmd->add_option("--hparams", options->settings.hparams, "Model for model benchmarks");
+  cmd->add_option("--hparams", options->settings.hparams, "Model for model benchmarks and --tune");
   cmd->add_option("--repeat", options->settings.repeat, "Timed repetitions")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--warmup", options->settings.warmup, "Untimed warm-up runs")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
-  cmd->add_flag("--json", options->json, "Machine-readable output (one JSON object per line)");
-  return [options] { return run_bench(*options); };
+  cmd->add_option("--batch", options->batches,
+                  "Batch sizes to sweep, e.g. 1,8,32 (train-step, decode-rtf; --tune candidates)");
+  cmd->add_option("--threads", options->threads,
+                  "Thread counts to sweep, e.g. 1,2 (with --tune: the candidates)");
+  cmd->add_option("--seconds", options->settings.seconds,
+                  "Length of the synthetic utterances of train-step, decode-rtf and --tune")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--precision", options->settings.precision,
+                  "train-step precision on CUDA: fp32, bf16, fp16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  cmd->add_flag("--json", options->json, "One JSON object per result (with --tune: the plan)");
+  cmd->add_flag("--csv", options->csv, "CSV with a header line");
+  cmd->add_flag("--markdown", options->markdown, "A Markdown table");
+  cmd->add_flag("--tune", options->tune,
+                "Measure and cache the runtime plan of --hparams (reuses a matching cached plan)");
+  cmd->add_flag("--replan", options->replan, "With --tune: measure again even if a plan is cached");
+  return [options, &global] { return run_bench(*options, global); };
 }
 
 }  // namespace masr::cli

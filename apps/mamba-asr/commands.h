@@ -14,7 +14,8 @@ struct GlobalOptions {
   int verbose = 0;     // -v (repeatable)
   bool quiet = false;  // -q
   std::string device = "auto";
-  int threads = 0;  // 0: LibTorch's default
+  int threads = 0;            // 0: LibTorch's default
+  bool threads_auto = false;  // --threads auto: the command takes them from its plan or profile
 };
 
 using Runner = std::function<int()>;

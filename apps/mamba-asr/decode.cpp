@@ -20,6 +20,7 @@
 #include "decode/model_scorers.h"
 #include "models/asr_model.h"
 #include "models/lm_model.h"
+#include "runtime/auto_settings.h"
 #include "runtime/device.h"
 #include "text/scoring.h"
 
@@ -103,6 +104,12 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   auto model = load_model(o.model);
   const runtime::DeviceChoice device =
       runtime::resolve_device(runtime::parse_device(global.device));
+  if (global.threads_auto) {  // the cached plan's decode threads, else the detect profile's
+    std::string source;
+    runtime::apply_threads(
+        runtime::auto_decode_threads(model->hparams_yaml(), device.str(), &source));
+    MASR_LOG_INFO("auto: %d threads (from the %s)", at::get_num_threads(), source.c_str());
+  }
   if (device.str() != "cpu") model->to(c10::Device(device.str()));
   decode::AsrModelRecognizer recognizer(model);
   std::unique_ptr<decode::TransformerLmScorer> lm_scorer;

@@ -1,20 +1,28 @@
 // apps/mamba-asr/detect.cpp
-// `mamba-asr detect`: what this machine offers (CPU, memory, CUDA devices, MPS, LibTorch) and the
-// device that `--device` resolves to.
+// `mamba-asr detect`: what this machine offers (CPU, memory, CUDA devices, MPS, LibTorch), the
+// device that `--device` resolves to, and the runtime profile for it (and for a model).
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
+#include "core/error.h"
+#include "hparams/hparams.h"
+#include "runtime/auto_settings.h"
 #include "runtime/device.h"
 #include "runtime/machine.h"
+#include "runtime/model_facts.h"
+#include "runtime/profile.h"
 
 namespace masr::cli {
 namespace {
 
 struct DetectOptions {
   bool json = false;
+  bool yaml = false;
+  std::string hparams, model;
 };
 
 std::string gib(int64_t bytes) {
@@ -97,13 +105,62 @@ void print_table(const runtime::MachineInfo& m, const std::string& device) {
   std::printf("%-18s %s\n", "selected device", device.c_str());
 }
 
+nlohmann::json model_json(const runtime::ModelFacts& f) {
+  return {{"source", f.source},
+          {"type", f.model_type},
+          {"parameters", f.parameters},
+          {"d_model", f.d_model},
+          {"d_ffn", f.d_ffn},
+          {"encoder_layers", f.encoder_layers},
+          {"decoder_layers", f.decoder_layers},
+          {"static_train_bytes", f.static_train_bytes},
+          {"activation_bytes_per_audio_s_estimate", f.activation_bytes_per_audio_s},
+          {"hparams_hash", f.hparams_hash}};
+}
+
 int run_detect(const DetectOptions& options, const GlobalOptions& global) {
+  if (!options.hparams.empty() && !options.model.empty()) {
+    throw Error(ErrorKind::kUsage, "detect: give --hparams or --model, not both");
+  }
+  if (options.json && options.yaml) {
+    throw Error(ErrorKind::kUsage, "detect: give --json or --yaml, not both");
+  }
   const auto device = runtime::resolve_device(runtime::parse_device(global.device)).str();
   const auto machine = runtime::detect_machine();
-  if (options.json) {
-    std::cout << to_json(machine, device).dump(2) << "\n";
+  std::optional<runtime::ModelFacts> facts;
+  std::optional<hparams::Hparams> hp;
+  if (!options.hparams.empty()) {
+    hp = runtime::load_hparams_for_runtime(options.hparams, {}, machine, device);
+    facts = runtime::model_facts_from(*hp);
+    facts->source = options.hparams;
+  } else if (!options.model.empty()) {
+    facts = runtime::model_facts_from_model(options.model);
+  }
+  const runtime::RuntimeProfile profile =
+      runtime::derive_profile(machine, device, facts ? &*facts : nullptr);
+  if (options.yaml) {
+    std::cout << runtime::profile_to_override_yaml(profile, hp ? &*hp : nullptr);
+  } else if (options.json) {
+    nlohmann::json j = to_json(machine, device);
+    j["profile"] = runtime::profile_to_json(profile);
+    if (facts) j["model"] = model_json(*facts);
+    std::cout << j.dump(2) << "\n";
   } else {
     print_table(machine, device);
+    if (facts) {
+      std::printf(
+          "\n%-18s %s: %s, %.3g M parameters, d_model %lld, %lld encoder / %lld decoder "
+          "layers, hparams hash %s\n",
+          "model", facts->source.c_str(), facts->model_type.c_str(), facts->parameters / 1e6,
+          static_cast<long long>(facts->d_model), static_cast<long long>(facts->encoder_layers),
+          static_cast<long long>(facts->decoder_layers), facts->hparams_hash.c_str());
+    }
+    std::printf(
+        "\nprofile (from the design documents' %s profile, adjusted to this machine%s):\n%s",
+        device.rfind("cuda", 0) == 0 ? "CUDA"
+        : device == "mps"            ? "MPS"
+                                     : "CPU",
+        facts ? " and model" : "", runtime::format_profile(profile).c_str());
   }
   return 0;
 }
@@ -114,12 +171,20 @@ Runner add_detect_command(CLI::App& app, GlobalOptions& global) {
   auto options = std::make_shared<DetectOptions>();
   CLI::App* cmd = app.add_subcommand(
       "detect",
-      "Show what this machine offers (CPU, ISA, memory, NUMA, CUDA devices, MPS, LibTorch)\n"
-      "and the device mamba-asr picks.\n\n"
+      "Show what this machine offers (CPU, ISA, memory, NUMA, CUDA devices, MPS, LibTorch),\n"
+      "the device mamba-asr picks, and the runtime profile for it: precision, batch and\n"
+      "accumulation, batch length, workers, threads, TF32, cudnn benchmark, allocator.\n"
+      "With --hparams or --model the profile is sized to the model.\n\n"
       "Examples:\n"
       "  mamba-asr detect\n"
-      "  mamba-asr --device cuda:1 detect --json");
+      "  mamba-asr --device cuda:1 detect --json\n"
+      "  mamba-asr detect --hparams hparams/CTC/conmamba_tiny.yaml\n"
+      "  mamba-asr train H.yaml --overrides \"$(mamba-asr detect --hparams H.yaml --yaml)\"");
   cmd->add_flag("--json", options->json, "Machine-readable output");
+  cmd->add_flag("--yaml", options->yaml,
+                "The profile as hparams overrides (for train --overrides)");
+  cmd->add_option("--hparams", options->hparams, "Size the profile to this hparams file's model");
+  cmd->add_option("--model", options->model, "Size the profile to this trained model (model.masr)");
   return [options, &global] { return run_detect(*options, global); };
 }
 

@@ -115,8 +115,22 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
   app.add_flag("-q,--quiet", global.quiet, "Only warnings and errors");
   app.add_option("--device", global.device, "Where to compute: auto, cpu, cuda, cuda:N or mps")
       ->capture_default_str();
-  app.add_option("--threads", global.threads, "CPU threads for LibTorch (0: its default)")
-      ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--threads",
+         [&global](const std::string& value) {
+           global.threads_auto = value == "auto";
+           if (global.threads_auto) return;
+           try {
+             size_t used = 0;
+             global.threads = std::stoi(value, &used);
+             if (used == value.size()) return;
+           } catch (const std::exception&) {
+           }
+           throw CLI::ValidationError("--threads", "'" + value + "' is not a number or auto");
+         },
+         "CPU threads for LibTorch: N, 0 (its default) or auto (train/decode: the cached plan's, "
+         "else the detect profile's)")
+      ->type_name("N|auto");
 }
 
 }  // namespace masr::cli

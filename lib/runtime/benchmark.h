@@ -4,8 +4,10 @@
 // their register function; `mamba-asr bench NAME` runs them.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace masr::runtime {
@@ -14,6 +16,12 @@ struct BenchSettings {
   int warmup = 3;
   int repeat = 10;
   std::string hparams;  // an optional model for benchmarks that need one
+  // For the model step benchmarks (train-step, decode-rtf): batch sizes to sweep (empty: each
+  // benchmark's default), utterance length, device and training precision.
+  std::vector<int64_t> batches;
+  double seconds = 4.0;
+  std::string device = "cpu";
+  std::string precision = "fp32";
 };
 
 // One measured quantity: per-repetition samples of a time, plus a derived throughput.
@@ -23,6 +31,8 @@ struct BenchResult {
   double work = 0.0;            // units of work per repetition (audio seconds, state updates, ...)
   std::string work_unit;        // e.g. "audio-s", "state-updates"
   std::string note;             // shapes, threads, anything needed to reproduce
+  // Further named numbers (rtf, latency_p90_ms, peak_bytes, ...), reported in every format.
+  std::vector<std::pair<std::string, double>> metrics;
 
   double median() const;
   double percentile(double p) const;  // p in [0, 100], linear interpolation
@@ -44,7 +54,11 @@ struct Benchmark {
 void register_benchmark(Benchmark benchmark);
 const std::vector<Benchmark>& benchmarks();
 
-// A table for people (median, p10-p90, throughput) or one JSON object per line.
+enum class ResultFormat { kTable, kJson, kCsv, kMarkdown };
+
+// A table for people (median, p10-p90, throughput, metrics), one JSON object per line, CSV with a
+// header line, or a Markdown table (llama-bench's formats).
+std::string format_results(const std::vector<BenchResult>& results, ResultFormat format);
 std::string format_results(const std::vector<BenchResult>& results, bool json);
 
 }  // namespace masr::runtime

@@ -9,6 +9,7 @@
 #include "features/registration.h"
 #include "models/register.h"
 #include "ops/benchmarks.h"
+#include "runtime/step_bench.h"
 #include "text/tokenizer.h"
 
 namespace masr::runtime {
@@ -36,6 +37,7 @@ void register_all_classes(hparams::Registry& registry) {
   features::register_augment_classes(registry);
   features::register_features_classes(registry);
   ops::register_ops_benchmarks();
+  register_step_benchmarks();
   models::register_model_classes(registry);
   text::register_text_classes(registry);
 }

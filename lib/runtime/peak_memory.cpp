@@ -1,0 +1,98 @@
+// lib/runtime/peak_memory.cpp
+// CUDA calls are compiled only in CUDA builds (MASR_WITH_CUDA), as in machine_cuda.cpp.
+#include "runtime/peak_memory.h"
+
+#include <ATen/Context.h>
+
+#include <fstream>
+#include <string>
+
+#ifdef MASR_WITH_CUDA
+#include <c10/core/Device.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace masr::runtime {
+namespace {
+
+bool is_cuda(const std::string& device) { return device.rfind("cuda", 0) == 0; }
+
+#ifdef MASR_WITH_CUDA
+// LibTorch 2.x takes a c10::DeviceIndex (int8_t) where 1.13 took an int; both accept this.
+c10::DeviceIndex cuda_index(const std::string& device) {
+  const size_t colon = device.find(':');
+  return static_cast<c10::DeviceIndex>(
+      colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1)));
+}
+#endif
+
+int64_t read_vm_hwm() {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      int64_t kib = 0;
+      in >> kib;
+      return kib * 1024;
+    }
+    std::getline(in, key);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void reset_peak_memory(const std::string& device) {
+  if (is_cuda(device)) {
+#ifdef MASR_WITH_CUDA
+    c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device));
+#endif
+    return;
+  }
+  // Writing 5 resets the peak RSS to the current RSS (Linux >= 4.0, proc(5)).
+  std::ofstream clear("/proc/self/clear_refs");
+  if (clear) clear << "5";
+}
+
+int64_t peak_memory(const std::string& device) {
+  if (is_cuda(device)) {
+#ifdef MASR_WITH_CUDA
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_index(device));
+    return stats.allocated_bytes[0].peak;  // index 0: the aggregate over pool types
+#else
+    return 0;
+#endif
+  }
+  return read_vm_hwm();
+}
+
+const char* peak_memory_kind(const std::string& device) {
+  return is_cuda(device) ? "CUDA max allocated" : "RSS";
+}
+
+void synchronize_device(const std::string& device) {
+#ifdef MASR_WITH_CUDA
+  if (is_cuda(device)) cudaDeviceSynchronize();
+#else
+  (void)device;
+#endif
+}
+
+void apply_cuda_settings(bool tf32, bool cudnn_benchmark) {
+#ifdef MASR_WITH_CUDA
+  // torch.set_float32_matmul_precision("high") lets matmuls use TF32 (Ampere and newer).
+  at::globalContext().setFloat32MatmulPrecision(tf32 ? "high" : "highest");
+  at::globalContext().setBenchmarkCuDNN(cudnn_benchmark);
+#else
+  (void)tf32, (void)cudnn_benchmark;
+#endif
+}
+
+bool is_out_of_memory(const std::string& what) {
+  return what.find("out of memory") != std::string::npos ||
+         what.find("OutOfMemory") != std::string::npos ||
+         what.find("std::bad_alloc") != std::string::npos;
+}
+
+}  // namespace masr::runtime

@@ -1,0 +1,223 @@
+// lib/runtime/step_bench.cpp
+// The train step mirrors Trainer::train_batch (autocast forward, OptimizerStepper backward and
+// step); the decode mirrors the greedy CTC path of `mamba-asr decode`.
+#include "runtime/step_bench.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "features/augment_interface.h"
+#include "hparams/hparams.h"
+#include "models/asr_model.h"
+#include "runtime/peak_memory.h"
+#include "train/asr_task.h"
+#include "train/autocast.h"
+#include "train/data_parallel.h"
+#include "train/optimizer_stepper.h"
+#include "train/train_config.h"
+
+namespace masr::runtime {
+namespace {
+
+// Random audio and tokens shaped like a LibriSpeech batch: about 12 characters (or 3 subword
+// units) per second, fewer than the 25 encoder frames per second that CTC needs.
+train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t vocab, int64_t bos, int64_t eos,
+                                int sample_rate) {
+  const int64_t samples = static_cast<int64_t>(spec.seconds * sample_rate);
+  const int64_t per_s = vocab <= 100 ? 12 : 3;
+  const int64_t u = std::max<int64_t>(1, static_cast<int64_t>(spec.seconds * per_s));
+  train::AsrBatch b;
+  for (int64_t i = 0; i < spec.batch; ++i) b.ids.push_back("synthetic-" + std::to_string(i));
+  b.words.assign(static_cast<size_t>(spec.batch), "");
+  b.wav = torch::randn({spec.batch, samples}) * 0.1;
+  b.wav_rel = torch::ones({spec.batch});
+  b.tokens = torch::randint(3, std::max<int64_t>(4, vocab), {spec.batch, u}, torch::kLong);
+  b.tokens_rel = torch::ones({spec.batch});
+  b.tokens_bos = torch::cat({torch::full({spec.batch, 1}, bos, torch::kLong), b.tokens}, 1);
+  b.tokens_eos = torch::cat({b.tokens, torch::full({spec.batch, 1}, eos, torch::kLong)}, 1);
+  b.tokens_eos_rel = torch::ones({spec.batch});
+  b.audio_seconds = spec.seconds * static_cast<double>(spec.batch);
+  return b;
+}
+
+std::string shape_note(const StepSpec& spec) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%s %s, batch %lld x %.1f s, %d threads", spec.device.c_str(),
+                spec.precision.c_str(), static_cast<long long>(spec.batch), spec.seconds,
+                at::get_num_threads());
+  return buf;
+}
+
+}  // namespace
+
+struct TrainStepBench::State {
+  train::TrainConfig config;
+  std::unique_ptr<train::AsrTask> task;
+  std::unique_ptr<train::OptimizerStepper> stepper;
+  train::LossOptions loss;
+  at::Device device = at::kCPU;
+};
+
+TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const std::string& device)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.config = train::train_config_from(hp);
+  s.config.grad_accumulation_factor = 1;  // every timed step is a full optimizer step
+  s.device = at::Device(device);
+  if (!s.device.is_cuda()) s.config.precision = "fp32";  // autocast is CUDA-only (train/autocast.h)
+  s.task = std::make_unique<train::AsrTask>(hp);
+  s.task->to(s.device);
+  s.task->train(true);
+  s.stepper = std::make_unique<train::OptimizerStepper>(
+      s.config, s.task->parameters(), s.device.is_cuda(), std::make_shared<train::DataParallel>());
+  s.loss.ctc_weight = s.config.ctc_weight;
+  s.loss.blank_index = s.config.blank_index;
+  s.loss.pad_index = s.config.pad_index;
+  s.loss.reduction = s.config.reduction;
+}
+
+TrainStepBench::~TrainStepBench() = default;
+
+BenchResult TrainStepBench::run(const StepSpec& spec, const BenchSettings& settings) {
+  State& s = *state_;
+  torch::manual_seed(0);
+  const train::AsrBatch batch = synthetic_batch(spec, s.config.output_neurons, s.config.bos_index,
+                                                s.config.eos_index, s.config.sample_rate)
+                                    .to(s.device);
+  at::Generator generator = features::make_generator(0);
+  const std::string precision = s.device.is_cuda() ? spec.precision : "fp32";
+  if (precision != s.config.precision) {
+    // The stepper's loss scaler follows the precision (on for fp16 on CUDA): a new one.
+    s.config.precision = precision;
+    s.stepper = std::make_unique<train::OptimizerStepper>(s.config, s.task->parameters(),
+                                                          s.device.is_cuda(),
+                                                          std::make_shared<train::DataParallel>());
+  }
+  reset_peak_memory(spec.device);
+  BenchResult r =
+      measure("train-step/" + precision + "/b" + std::to_string(spec.batch), settings, [&] {
+        at::Tensor loss;
+        {
+          train::AutocastGuard autocast(s.device, precision);
+          loss = s.task->forward(batch, true, 1, &generator, s.loss).loss;
+        }
+        s.stepper->backward(loss);
+        synchronize_device(spec.device);
+      });
+  r.work = batch.audio_seconds;
+  r.work_unit = "audio-s";
+  r.note = shape_note(spec) + ", fwd+bwd+" + s.config.optimizer.type;
+  r.metrics.emplace_back("peak_bytes", static_cast<double>(peak_memory(spec.device)));
+  return r;
+}
+
+struct DecodeBench::State {
+  std::shared_ptr<models::AsrModel> model;
+  int sample_rate = 16000;
+};
+
+DecodeBench::DecodeBench(const hparams::Hparams& hp, const std::string& device)
+    : state_(std::make_unique<State>()) {
+  state_->model = models::AsrModel::from_hparams(hp);
+  if (device != "cpu") state_->model->to(c10::Device(device));
+  if (const auto* rate = hp.find("sample_rate")) state_->sample_rate = rate->as_int();
+  // A fresh model has no global normalization statistics, which evaluation requires: one
+  // training-mode update from random audio (outside inference mode, so that the statistics stay
+  // ordinary tensors that a train step sharing the modules may update later).
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  const at::Tensor wav = (torch::randn({1, state_->sample_rate}) * 0.1).to(state_->model->device());
+  (void)state_->model->features(wav, {}, 1, /*update_norm=*/true);
+  state_->model->eval();
+}
+
+DecodeBench::~DecodeBench() = default;
+
+BenchResult DecodeBench::run(const StepSpec& spec, const BenchSettings& settings) {
+  auto& model = *state_->model;
+  c10::InferenceMode inference;
+  torch::manual_seed(0);
+  const auto samples = static_cast<int64_t>(spec.seconds * state_->sample_rate);
+  const at::Tensor wav = (torch::randn({spec.batch, samples}) * 0.1).to(model.device());
+  reset_peak_memory(spec.device);
+  BenchResult r = measure("decode/b" + std::to_string(spec.batch), settings, [&] {
+    const models::Encoded enc = model.encode(model.features(wav));
+    (void)model.ctc_log_probs(enc.out).argmax(-1).cpu();
+  });
+  const double audio = spec.seconds * static_cast<double>(spec.batch);
+  r.work = audio;
+  r.work_unit = "audio-s";
+  r.note = shape_note(spec) + ", greedy CTC";
+  const double rtf = r.median() / audio;
+  r.metrics = {{"rtf", rtf},
+               {"rtfx", rtf > 0 ? 1.0 / rtf : 0.0},
+               {"latency_p50_ms", r.percentile(50) * 1e3},
+               {"latency_p90_ms", r.percentile(90) * 1e3},
+               {"peak_bytes", static_cast<double>(peak_memory(spec.device))}};
+  return r;
+}
+
+}  // namespace masr::runtime
+
+namespace masr::runtime {
+namespace {
+
+hparams::Hparams load_for_bench(const BenchSettings& settings) {
+  hparams::LoadOptions options;
+  options.placeholder_value = "unused";
+  // Relative to the repository root, like the encoder benchmark.
+  return hparams::load_file(
+      settings.hparams.empty() ? "hparams/CTC/conmamba_tiny.yaml" : settings.hparams, options);
+}
+
+StepSpec spec_of(const BenchSettings& settings, int64_t batch, const std::string& precision) {
+  StepSpec spec;
+  spec.device = settings.device;
+  spec.precision = precision;
+  spec.batch = batch;
+  spec.seconds = settings.seconds;
+  return spec;
+}
+
+std::vector<BenchResult> run_train_step(const BenchSettings& settings) {
+  const hparams::Hparams hp = load_for_bench(settings);
+  TrainStepBench bench(hp, settings.device);
+  const std::vector<int64_t> batches =
+      settings.batches.empty() ? std::vector<int64_t>{1, 4} : settings.batches;
+  std::vector<BenchResult> results;
+  for (int64_t batch : batches) {
+    results.push_back(bench.run(spec_of(settings, batch, settings.precision), settings));
+  }
+  return results;
+}
+
+std::vector<BenchResult> run_decode(const BenchSettings& settings) {
+  const hparams::Hparams hp = load_for_bench(settings);
+  DecodeBench bench(hp, settings.device);
+  const std::vector<int64_t> batches =
+      settings.batches.empty() ? std::vector<int64_t>{1, 8} : settings.batches;
+  std::vector<BenchResult> results;
+  for (int64_t batch : batches)
+    results.push_back(bench.run(spec_of(settings, batch, "fp32"), settings));
+  return results;
+}
+
+}  // namespace
+
+void register_step_benchmarks() {
+  register_benchmark({"train-step",
+                      "Training step (forward + backward + optimizer step) of "
+                      "hparams/CTC/conmamba_tiny.yaml (or --hparams) on random audio of --seconds, "
+                      "--batch 1,4; audio-s/s and peak memory (RSS on CPU, CUDA max allocated)",
+                      run_train_step});
+  register_benchmark({"decode-rtf",
+                      "Batched greedy-CTC decoding (Fbank, encoder, CTC head, inference mode) of "
+                      "hparams/CTC/conmamba_tiny.yaml (or --hparams), --batch 1,8 x --seconds; "
+                      "RTF, RTFx, latency p50/p90 per batch, peak memory",
+                      run_decode});
+}
+
+}  // namespace masr::runtime

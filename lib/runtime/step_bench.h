@@ -1,0 +1,57 @@
+// lib/runtime/step_bench.h
+// The two measurements runtime planning and `bench` make on a model: a training step (forward,
+// backward, optimizer step on random audio) and a decode (features, encoder, CTC head in
+// inference mode), with peak memory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/benchmark.h"
+
+namespace masr::hparams {
+class Hparams;
+}
+
+namespace masr::runtime {
+
+struct StepSpec {
+  std::string device = "cpu";      // resolved: cpu | cuda:N | mps
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (autocast on CUDA only)
+  int64_t batch = 1;               // utterances
+  double seconds = 4.0;            // length of each random utterance
+};
+
+// A model with its optimizer, ready to be stepped on synthetic batches.
+class TrainStepBench {
+ public:
+  // Builds the task and an optimizer (the hparams' own, accumulation 1) on `device`.
+  TrainStepBench(const hparams::Hparams& hp, const std::string& device);
+  ~TrainStepBench();
+  // Times forward + backward + optimizer step; work is audio seconds; metrics carry the peak
+  // memory ("peak_bytes"). Throws what LibTorch throws (out of memory included).
+  BenchResult run(const StepSpec& spec, const BenchSettings& settings);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Times batched decoding: Fbank + normalization + encoder + CTC log-probabilities + argmax, in
+// inference mode. Metrics: rtf (median time / audio seconds), rtfx (its inverse), latency p50 and
+// p90 per batch in ms, peak_bytes.
+class DecodeBench {
+ public:
+  DecodeBench(const hparams::Hparams& hp, const std::string& device);
+  ~DecodeBench();
+  BenchResult run(const StepSpec& spec, const BenchSettings& settings);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Registers "train-step" and "decode-rtf" with `mamba-asr bench` (--hparams, --batch, --seconds).
+void register_step_benchmarks();
+
+}  // namespace masr::runtime
