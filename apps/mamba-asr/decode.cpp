@@ -261,6 +261,9 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
                   "hparams/LM/...; it must share the ASR model's tokenizer)");
   cmd->add_option("--lm-weight", o.config.s2s.lm_weight,
                   "s2s, ctc-beam: LM weight (0.6, SpeechBrain's, when --lm is given)");
+  cmd->add_option("--lm-token-bonus", o.config.ctc.neural_lm_token_bonus,
+                  "ctc-beam: added per token with --lm (offsets the LM's per-token cost)")
+      ->capture_default_str();
   cmd->add_option("--lm-temperature", o.lm_temperature,
                   "s2s, ctc-beam: LM temperature (SpeechBrain: 1.15)");
   cmd->add_option("--arpa", o.arpa, "ctc-beam: word n-gram LM (ARPA file)")

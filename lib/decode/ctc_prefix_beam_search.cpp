@@ -200,7 +200,8 @@ std::vector<CtcHypothesis> CtcPrefixBeamSearch::search_one(const float* logp, in
         beam.partial = parent.partial;
         if (token >= 0) extend_word(beam, token);
         if (token >= 0 && parent.lm_next != nullptr) {
-          beam.lm_score += options_.neural_lm_weight * (*parent.lm_next)[token];
+          beam.lm_score +=
+              options_.neural_lm_weight * (*parent.lm_next)[token] + options_.neural_lm_token_bonus;
         }
         next.push_back(std::move(beam));
       }

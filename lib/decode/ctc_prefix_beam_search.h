@@ -44,6 +44,9 @@ struct CtcBeamSearchOptions {
   // the acoustic model's vocabulary. May be combined with the word n-gram `lm`: both terms add.
   PrefixLm* neural_lm = nullptr;
   double neural_lm_weight = 0.5;
+  // Added per token with the neural LM (ESPnet's length bonus): offsets the LM's per-token cost,
+  // which otherwise favours deletions.
+  double neural_lm_token_bonus = 0.0;
 
   // Throws a config error naming the option at fault.
   void validate() const;

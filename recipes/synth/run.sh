@@ -155,10 +155,13 @@ if (( stage <= 5 && 5 <= stop_stage )); then
       printf '%s\tarpa\t%s\n' "$wer" "$*" >> "$lmdir/tuning.tsv"
     done
   done
-  for w in 0.2 0.4 0.6 0.8; do
-    set -- --lm "$nnlm" --lm-weight "$w"
-    read -r wer _ <<< "$(decode_wer valid_nnlm "$data/valid.csv" "${beam[@]}" "$@")"
-    printf '%s\tnnlm\t%s\n' "$wer" "$*" >> "$lmdir/tuning.tsv"
+  # A char LM costs every character ~2 nats: without a per-token bonus it favours deletions.
+  for w in 0.3 0.6; do
+    for b in 0.5 1.0 1.5; do
+      set -- --lm "$nnlm" --lm-weight "$w" --lm-token-bonus "$b"
+      read -r wer _ <<< "$(decode_wer valid_nnlm "$data/valid.csv" "${beam[@]}" "$@")"
+      printf '%s\tnnlm\t%s\n' "$wer" "$*" >> "$lmdir/tuning.tsv"
+    done
   done
   best() { awk -F'\t' -v kind="$1" '$2 == kind' "$lmdir/tuning.tsv" | sort -g | head -1 | cut -f3; }
   read -r -a arpa_opts <<< "$(best arpa)"

@@ -1,6 +1,6 @@
 // tests/decode/test_ctc_lm_fusion.cpp
 // Neural LM shallow fusion in CTC prefix beam search: with pruning off the search must find the
-// label sequence maximizing log P_ctc(y|x) + W log P_lm(y) over every sequence (brute force).
+// label sequence maximizing log P_ctc(y|x) + W log P_lm(y) + bonus |y| over every sequence.
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
@@ -107,13 +107,16 @@ TEST_CASE("CTC beam search with neural LM fusion equals brute force", "[ctc_lm]"
   for (int64_t vocab : {3, 4}) {
     for (int64_t frames : {2, 4, 6}) {
       for (double weight : {0.5, 1.5}) {
+        const double bonus = weight > 1 ? 0.7 : 0.0;  // per-token bonus
         models::TransformerLM lm = random_lm(vocab);
         decode::TransformerLmPrefixScorer scorer(lm, kBos, kEos, kPad);
         CountingLm counting(scorer);
         const at::Tensor logp = at::log_softmax(at::randn({frames, vocab}) * 2, -1);
         std::vector<std::pair<double, std::vector<int64_t>>> expected;
         for (const auto& [labels, ctc] : ctc_sequence_logp(logp)) {
-          expected.emplace_back(ctc + weight * lm_sequence_logp(lm, labels), labels);
+          expected.emplace_back(ctc + weight * lm_sequence_logp(lm, labels) +
+                                    bonus * static_cast<double>(labels.size()),
+                                labels);
         }
         std::sort(expected.rbegin(), expected.rend());
         CtcBeamSearchOptions o;
@@ -123,8 +126,9 @@ TEST_CASE("CTC beam search with neural LM fusion equals brute force", "[ctc_lm]"
         o.nbest = 3;
         o.neural_lm = &counting;
         o.neural_lm_weight = weight;
+        o.neural_lm_token_bonus = bonus;
         const auto hyps = CtcPrefixBeamSearch(o).search_one(logp.data_ptr<float>(), frames, vocab);
-        INFO("V " << vocab << ", T " << frames << ", W " << weight);
+        INFO("V " << vocab << ", T " << frames << ", W " << weight << ", bonus " << bonus);
         REQUIRE(hyps.size() == std::min<size_t>(3, expected.size()));
         CHECK(hyps[0].tokens == expected[0].second);
         for (size_t i = 0; i < hyps.size(); ++i)
