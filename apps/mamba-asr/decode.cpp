@@ -99,15 +99,11 @@ std::shared_ptr<models::LmModel> load_matching_lm(const std::string& path,
                        " tokens but the ASR model has " + std::to_string(model.vocab_size()));
   }
   if (lm->tokenizer() && lm->tokenizer()->loaded()) {
-    for (size_t id = 0; id < pieces.size(); ++id) {
-      const std::string piece = lm->tokenizer()->id_to_piece(static_cast<int>(id));
-      if (piece != pieces[id]) {
-        throw_config_error(
-            "decode: LM '" + path + "' does not share the ASR model's tokenizer: token " +
-            std::to_string(id) + " is '" + piece + "' for the LM and '" + pieces[id] +
-            "' for the ASR model (train the LM with tokenizer_file: the ASR model)");
-      }
+    std::vector<std::string> lm_pieces;
+    for (int64_t id = 0; id < lm->vocab_size(); ++id) {
+      lm_pieces.push_back(lm->tokenizer()->id_to_piece(static_cast<int>(id)));
     }
+    decode::check_same_pieces(lm_pieces, pieces, "LM '" + path + "'");
   }
   return lm;
 }

@@ -134,6 +134,22 @@ at::Tensor TransformerLmScorer::next_log_probs(const at::Tensor& tokens) {
   return at::log_softmax(logits.select(1, logits.size(1) - 1) / temperature_, -1);
 }
 
+void check_same_pieces(const std::vector<std::string>& lm_pieces,
+                       const std::vector<std::string>& asr_pieces, const std::string& lm_name) {
+  if (lm_pieces.size() != asr_pieces.size()) {
+    throw_config_error(lm_name + " has " + std::to_string(lm_pieces.size()) +
+                       " tokens but the ASR model has " + std::to_string(asr_pieces.size()));
+  }
+  for (size_t id = 0; id < lm_pieces.size(); ++id) {
+    if (lm_pieces[id] != asr_pieces[id]) {
+      throw_config_error(lm_name + " does not share the ASR model's tokenizer: token " +
+                         std::to_string(id) + " is '" + lm_pieces[id] + "' for the LM and '" +
+                         asr_pieces[id] +
+                         "' for the ASR model (train the LM with tokenizer_file: the ASR model)");
+    }
+  }
+}
+
 TransformerLmPrefixScorer::TransformerLmPrefixScorer(models::TransformerLM lm, int64_t bos,
                                                      int64_t eos, int64_t pad, double temperature)
     : lm_(std::move(lm)), bos_(bos), eos_(eos), pad_(pad), temperature_(temperature) {

@@ -95,6 +95,11 @@ class TransformerLmScorer : public SequenceScorer {
   std::unique_ptr<IncrementalScorer> incremental_;
 };
 
+// Fusion adds log-probabilities of the same token ids, so an LM must have the ASR model's pieces,
+// not just as many: a config error names `lm_name`, the first differing id and both pieces.
+void check_same_pieces(const std::vector<std::string>& lm_pieces,
+                       const std::vector<std::string>& asr_pieces, const std::string& lm_name);
+
 // The TransformerLM as a PrefixLm for CTC prefix beam search: the prefixes of a call (bos
 // prepended, right-padded with pad_index, which the causal mask hides from the real positions)
 // are run in one forward, and log_softmax(logits / temperature) taken at each one's last token.

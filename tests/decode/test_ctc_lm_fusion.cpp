@@ -203,3 +203,13 @@ TEST_CASE("CTC beam search neural LM errors", "[ctc_lm]") {
   CHECK_THROWS_WITH(CtcPrefixBeamSearch(o).search_one(logp.data_ptr<float>(), 3, 4),
                     Catch::Contains("the neural LM's eos 7 is outside the 4-token vocabulary"));
 }
+
+TEST_CASE("An LM must have the ASR model's pieces", "[ctc_lm]") {
+  const std::vector<std::string> asr = {"<blank>", "<s>", "</s>", "A", "B"};
+  CHECK_NOTHROW(decode::check_same_pieces(asr, asr, "LM 'x'"));
+  CHECK_THROWS_WITH(decode::check_same_pieces({"<blank>", "<s>", "</s>", "B", "A"}, asr, "LM 'x'"),
+                    Catch::Contains("LM 'x' does not share the ASR model's tokenizer: token 3 is "
+                                    "'B' for the LM and 'A' for the ASR model"));
+  CHECK_THROWS_WITH(decode::check_same_pieces({"<blank>"}, asr, "LM 'x'"),
+                    Catch::Contains("LM 'x' has 1 tokens but the ASR model has 5"));
+}
