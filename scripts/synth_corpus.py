@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # scripts/synth_corpus.py
 # Helper of make_synth_corpus.sh (standard library only): `plan` picks sentences, speakers, speeds
-# and pitches from a seed; `csv` writes SpeechBrain's train/valid/test CSVs from the synthesized WAVs.
+# and pitches from a seed; `csv` writes SpeechBrain's train/valid/test CSVs from the synthesized WAVs;
+# `lmtext` writes LM text: the sentence pool minus every sentence of valid.csv and test.csv.
 import argparse
 import csv
 import glob
@@ -138,6 +139,34 @@ def write_csvs(args):
         print(f"synth: {split}.csv: {len(items)} utterances, {hours:.3f} h", file=sys.stderr)
 
 
+def write_lm_text(args):
+    """lm_train.txt / lm_valid.txt: the pool without the held-out sentences (zero overlap, checked)."""
+    held_out = set()
+    for split in ("valid", "test"):
+        with open(os.path.join(args.data, split + ".csv"), newline="", encoding="utf-8") as f:
+            held_out.update(" ".join(row["wrd"].split()) for row in csv.DictReader(f))
+    pool = sentence_pool(args.min_words, args.max_words, args.max_chars)
+    kept = [s for s in pool if s not in held_out]
+    rng = random.Random(args.seed)
+    rng.shuffle(kept)
+    n_valid = max(1, round(len(kept) * args.valid_share))
+    parts = {"lm_valid.txt": kept[:n_valid], "lm_train.txt": kept[n_valid:]}
+    overlap = held_out.intersection(kept)
+    if overlap:
+        sys.exit(f"synth: lmtext: {len(overlap)} held-out sentences in the LM text, e.g. "
+                 f"{next(iter(overlap))!r}")
+    os.makedirs(args.out, exist_ok=True)
+    for name, sentences in parts.items():
+        tmp = os.path.join(args.out, name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(s + "\n" for s in sentences)
+        os.replace(tmp, os.path.join(args.out, name))
+    print(f"synth: lmtext: {len(pool)} pool sentences, {len(pool) - len(kept)} removed "
+          f"(in valid.csv/test.csv, {len(held_out)} held-out sentences), "
+          f"{len(parts['lm_train.txt'])} train / {len(parts['lm_valid.txt'])} valid; "
+          f"overlap with valid+test: 0", file=sys.stderr)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -154,8 +183,16 @@ def main():
     pc.add_argument("--plan", required=True)
     pc.add_argument("--wav-dir", required=True)
     pc.add_argument("--out", required=True)
+    pl = sub.add_parser("lmtext")
+    pl.add_argument("--data", required=True, help="the corpus folder (valid.csv, test.csv)")
+    pl.add_argument("--out", required=True)
+    pl.add_argument("--seed", type=int, default=1234)
+    pl.add_argument("--valid-share", type=float, default=0.02)
+    pl.add_argument("--min-words", type=int, default=3)
+    pl.add_argument("--max-words", type=int, default=30)
+    pl.add_argument("--max-chars", type=int, default=200)
     args = p.parse_args()
-    plan(args) if args.command == "plan" else write_csvs(args)
+    {"plan": plan, "csv": write_csvs, "lmtext": write_lm_text}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@
 #include "runtime/auto_settings.h"
 #include "runtime/device.h"
 #include "text/scoring.h"
+#include "text/tokenizer.h"
 
 namespace masr::cli {
 namespace {
@@ -89,6 +90,26 @@ void report_wer(const std::vector<data::ManifestRow>& rows,
   std::cerr << wer.summarize().to_string("WER") << "\n" << cer.summarize().to_string("CER") << "\n";
 }
 
+// The LM file's model, checked to share the ASR model's tokens (fusion adds log-probabilities of
+// the same token ids, so the vocabularies must be the same pieces, not just the same size).
+std::shared_ptr<models::LmModel> load_matching_lm(const std::string& path,
+                                                  const models::AsrModel& model,
+                                                  const std::vector<std::string>& pieces) {
+  auto lm = models::LmModel::load(path);
+  if (lm->vocab_size() != model.vocab_size()) {
+    throw_config_error("decode: LM '" + path + "' has " + std::to_string(lm->vocab_size()) +
+                       " tokens but the ASR model has " + std::to_string(model.vocab_size()));
+  }
+  if (lm->tokenizer() && lm->tokenizer()->loaded()) {
+    std::vector<std::string> lm_pieces;
+    for (int64_t id = 0; id < lm->vocab_size(); ++id) {
+      lm_pieces.push_back(lm->tokenizer()->id_to_piece(static_cast<int>(id)));
+    }
+    decode::check_same_pieces(lm_pieces, pieces, "LM '" + path + "'");
+  }
+  return lm;
+}
+
 int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   runtime::apply_threads(global.threads);
   o.config.ctc.beam_size = o.beam;
@@ -112,25 +133,30 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   }
   if (device.str() != "cpu") model->to(c10::Device(device.str()));
   decode::AsrModelRecognizer recognizer(model);
-  std::unique_ptr<decode::TransformerLmScorer> lm_scorer;
-  if (!o.lm.empty()) {
-    const auto lm = models::LmModel::load(o.lm);
-    if (lm->vocab_size() != model->vocab_size()) {
-      throw_config_error("decode: LM '" + o.lm + "' has " + std::to_string(lm->vocab_size()) +
-                         " tokens but the ASR model has " + std::to_string(model->vocab_size()));
-    }
-    if (device.str() != "cpu") lm->lm()->to(c10::Device(device.str()));
-    lm_scorer = std::make_unique<decode::TransformerLmScorer>(lm->lm(), o.lm_temperature);
-    if (o.config.s2s.lm_weight <= 0) o.config.s2s.lm_weight = 0.6;  // SpeechBrain's test setting
-  }
   o.config.ctc.blank = o.config.s2s.blank = model->blank_index();
   o.config.s2s.bos = o.config.rescoring.bos = model->bos_index();
   o.config.s2s.eos = o.config.rescoring.eos = model->eos_index();
   o.config.rescoring.pad = model->pad_index();
   const std::string search = decode::resolve_search(o.config, recognizer);
-  if (lm_scorer && search != "s2s") {
-    throw_config_error("decode: --lm (a neural LM) is used by the s2s search only, not '" + search +
-                       "'; use --arpa for ctc-beam");
+  std::unique_ptr<decode::TransformerLmScorer> lm_scorer;
+  std::unique_ptr<decode::TransformerLmPrefixScorer> prefix_lm;
+  if (!o.lm.empty()) {
+    if (search != "s2s" && search != "ctc-beam") {
+      throw_config_error(
+          "decode: --lm (a neural LM) is used by the s2s and ctc-beam searches, not '" + search +
+          "'");
+    }
+    const auto lm = load_matching_lm(o.lm, *model, recognizer.pieces());
+    if (device.str() != "cpu") lm->lm()->to(c10::Device(device.str()));
+    if (o.config.s2s.lm_weight <= 0) o.config.s2s.lm_weight = 0.6;  // SpeechBrain's test setting
+    if (search == "s2s") {
+      lm_scorer = std::make_unique<decode::TransformerLmScorer>(lm->lm(), o.lm_temperature);
+    } else {
+      prefix_lm = std::make_unique<decode::TransformerLmPrefixScorer>(
+          lm->lm(), lm->bos_index(), lm->eos_index(), lm->pad_index(), o.lm_temperature);
+      o.config.ctc.neural_lm = prefix_lm.get();
+      o.config.ctc.neural_lm_weight = o.config.s2s.lm_weight;
+    }
   }
   const auto rows = decode::gather_inputs(
       o.inputs, std::cin,
@@ -239,10 +265,15 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
                   "ctc-beam: token pruning")
       ->capture_default_str();
   cmd->add_option("--lm", o.lm,
-                  "s2s: Transformer LM file for shallow fusion (mamba-asr train hparams/LM/...)");
+                  "s2s, ctc-beam: Transformer LM file for shallow fusion (mamba-asr train "
+                  "hparams/LM/...; it must share the ASR model's tokenizer)");
   cmd->add_option("--lm-weight", o.config.s2s.lm_weight,
-                  "s2s: LM weight (0.6, SpeechBrain's, when --lm is given)");
-  cmd->add_option("--lm-temperature", o.lm_temperature, "s2s: LM temperature (SpeechBrain: 1.15)");
+                  "s2s, ctc-beam: LM weight (0.6, SpeechBrain's, when --lm is given)");
+  cmd->add_option("--lm-token-bonus", o.config.ctc.neural_lm_token_bonus,
+                  "ctc-beam: added per token with --lm (offsets the LM's per-token cost)")
+      ->capture_default_str();
+  cmd->add_option("--lm-temperature", o.lm_temperature,
+                  "s2s, ctc-beam: LM temperature (SpeechBrain: 1.15)");
   cmd->add_option("--arpa", o.arpa, "ctc-beam: word n-gram LM (ARPA file)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--arpa-weight", o.config.ctc.lm_weight, "ctc-beam: n-gram LM weight")

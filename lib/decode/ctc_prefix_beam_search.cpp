@@ -34,12 +34,19 @@ struct CtcPrefixBeamSearch::Beam {
   double logp_blank = kNegInf;
   double logp_nonblank = kNegInf;
   double best_contribution = kNegInf;
-  double lm_score = 0.0;  // fused word LM terms of the completed words
+  double lm_score = 0.0;  // fused LM terms: completed words (n-gram), tokens (neural LM)
+  const std::vector<float>* lm_next = nullptr;  // neural LM: log P(next token | this prefix)
   double score = kNegInf;
   std::vector<std::string> words;
   std::string partial;
 
   double total() const { return log_add(logp_blank, logp_nonblank); }
+};
+
+// The neural LM's next-token log-probabilities of every prefix scored so far in an utterance,
+// so that no prefix is scored twice (map nodes are stable: beams keep pointers to the rows).
+struct CtcPrefixBeamSearch::NeuralLmCache {
+  std::map<std::vector<int64_t>, std::vector<float>> next;
 };
 
 void CtcBeamSearchOptions::validate() const {
@@ -99,6 +106,34 @@ double CtcPrefixBeamSearch::final_lm_terms(const Beam& beam) const {
          options_.lm_weight * options_.lm->log_prob(copy.words, "</s>");
 }
 
+// Points every beam at its prefix's LM row, scoring the prefixes not cached in one batch.
+void CtcPrefixBeamSearch::score_prefixes(std::vector<Beam>& beams, NeuralLmCache& cache,
+                                         int64_t vocab) const {
+  if (options_.neural_lm == nullptr) return;
+  std::vector<std::vector<int64_t>> missing;
+  for (const Beam& beam : beams) {
+    if (cache.next.count(beam.hyp.tokens) == 0) missing.push_back(beam.hyp.tokens);
+  }
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  if (!missing.empty()) {
+    const at::Tensor scores =
+        options_.neural_lm->next_log_probs(missing).to(at::kCPU, at::kFloat).contiguous();
+    if (scores.dim() != 2 || scores.size(0) != static_cast<int64_t>(missing.size()) ||
+        scores.size(1) < vocab) {
+      throw_input_error("CTC beam search: the neural LM returned " +
+                        std::to_string(scores.dim() == 2 ? scores.size(1) : -1) +
+                        " scores per prefix for a " + std::to_string(vocab) + "-token vocabulary");
+    }
+    const int64_t width = scores.size(1);
+    const float* data = scores.data_ptr<float>();
+    for (size_t i = 0; i < missing.size(); ++i) {
+      cache.next[missing[i]].assign(data + i * width, data + (i + 1) * width);
+    }
+  }
+  for (Beam& beam : beams) beam.lm_next = &cache.next.at(beam.hyp.tokens);
+}
+
 void CtcPrefixBeamSearch::prune(std::vector<Beam>& beams) const {
   for (Beam& beam : beams) beam.score = beam.total() + beam.lm_score;
   std::stable_sort(beams.begin(), beams.end(),
@@ -130,6 +165,12 @@ std::vector<CtcHypothesis> CtcPrefixBeamSearch::search_one(const float* logp, in
     throw_config_error("CTC beam search: blank " + std::to_string(blank) + " is outside the " +
                        std::to_string(vocab) + "-token vocabulary");
   }
+  if (options_.neural_lm != nullptr && options_.neural_lm->eos() >= vocab) {
+    throw_config_error("CTC beam search: the neural LM's eos " +
+                       std::to_string(options_.neural_lm->eos()) + " is outside the " +
+                       std::to_string(vocab) + "-token vocabulary");
+  }
+  NeuralLmCache lm_cache;
   std::vector<Beam> beams(1);
   beams[0].logp_blank = 0.0;                             // the empty prefix, before any frame
   if (options_.lm != nullptr) beams[0].words = {"<s>"};  // KenLM's BeginSentenceWrite state
@@ -143,6 +184,7 @@ std::vector<CtcHypothesis> CtcPrefixBeamSearch::search_one(const float* logp, in
     for (int64_t c = 0; c < vocab; ++c) {
       if (row[c] >= options_.token_prune_min_logp || c == best) candidates.push_back(c);
     }
+    score_prefixes(beams, lm_cache, vocab);
     next.clear();
     slots.clear();
     // The slot of `parent`'s prefix (extended by `token` when >= 0), created on first use.
@@ -157,6 +199,10 @@ std::vector<CtcHypothesis> CtcPrefixBeamSearch::search_one(const float* logp, in
         beam.words = parent.words;
         beam.partial = parent.partial;
         if (token >= 0) extend_word(beam, token);
+        if (token >= 0 && parent.lm_next != nullptr) {
+          beam.lm_score +=
+              options_.neural_lm_weight * (*parent.lm_next)[token] + options_.neural_lm_token_bonus;
+        }
         next.push_back(std::move(beam));
       }
       return it->second;
@@ -202,8 +248,12 @@ std::vector<CtcHypothesis> CtcPrefixBeamSearch::search_one(const float* logp, in
     beams.swap(next);
     prune(beams);
   }
+  score_prefixes(beams, lm_cache, vocab);
   for (Beam& beam : beams) {
     beam.score = beam.total() + beam.lm_score + final_lm_terms(beam);
+    if (beam.lm_next != nullptr) {
+      beam.score += options_.neural_lm_weight * (*beam.lm_next)[options_.neural_lm->eos()];
+    }
   }
   std::stable_sort(beams.begin(), beams.end(),
                    [](const Beam& a, const Beam& b) { return a.score > b.score; });

@@ -13,6 +13,16 @@
 
 namespace masr::decode {
 
+// A token-level LM for shallow fusion in CTC prefix beam search (ESPnet style).
+class PrefixLm {
+ public:
+  virtual ~PrefixLm() = default;
+  // prefixes: token ids (no bos) -> float (N, V) CPU log P(next token | prefix), one row each,
+  // scored in one batched call.
+  virtual at::Tensor next_log_probs(const std::vector<std::vector<int64_t>>& prefixes) = 0;
+  virtual int64_t eos() const = 0;
+};
+
 struct CtcBeamSearchOptions {
   int64_t beam_size = 100;
   // Beams scoring below best + beam_prune_logp are dropped after each frame (SpeechBrain -12).
@@ -29,6 +39,14 @@ struct CtcBeamSearchOptions {
   const ArpaLm* lm = nullptr;
   double lm_weight = 0.5;
   double word_insertion_bonus = 0.0;
+  // Neural token LM fusion (off when null): each token that extends a prefix adds
+  // neural_lm_weight * log P_lm(token | prefix), and eos is scored at the end. The LM must share
+  // the acoustic model's vocabulary. May be combined with the word n-gram `lm`: both terms add.
+  PrefixLm* neural_lm = nullptr;
+  double neural_lm_weight = 0.5;
+  // Added per token with the neural LM (ESPnet's length bonus): offsets the LM's per-token cost,
+  // which otherwise favours deletions.
+  double neural_lm_token_bonus = 0.0;
 
   // Throws a config error naming the option at fault.
   void validate() const;
@@ -46,11 +64,14 @@ class CtcPrefixBeamSearch {
   // plus the LM fusion terms.
   std::vector<std::vector<CtcHypothesis>> search(const at::Tensor& log_probs,
                                                  const at::Tensor& lengths) const;
-  // One utterance: logp points to T * V row-major floats.
+  // One utterance: logp points to T * V row-major floats. Not thread-safe with a neural LM (the
+  // LM is called from here).
   std::vector<CtcHypothesis> search_one(const float* logp, int64_t frames, int64_t vocab) const;
 
  private:
   struct Beam;
+  struct NeuralLmCache;
+  void score_prefixes(std::vector<Beam>& beams, NeuralLmCache& cache, int64_t vocab) const;
   void extend_word(Beam& beam, int64_t token) const;
   void finish_word(Beam& beam, const std::string& word) const;
   double final_lm_terms(const Beam& beam) const;

@@ -134,4 +134,48 @@ at::Tensor TransformerLmScorer::next_log_probs(const at::Tensor& tokens) {
   return at::log_softmax(logits.select(1, logits.size(1) - 1) / temperature_, -1);
 }
 
+void check_same_pieces(const std::vector<std::string>& lm_pieces,
+                       const std::vector<std::string>& asr_pieces, const std::string& lm_name) {
+  if (lm_pieces.size() != asr_pieces.size()) {
+    throw_config_error(lm_name + " has " + std::to_string(lm_pieces.size()) +
+                       " tokens but the ASR model has " + std::to_string(asr_pieces.size()));
+  }
+  for (size_t id = 0; id < lm_pieces.size(); ++id) {
+    if (lm_pieces[id] != asr_pieces[id]) {
+      throw_config_error(lm_name + " does not share the ASR model's tokenizer: token " +
+                         std::to_string(id) + " is '" + lm_pieces[id] + "' for the LM and '" +
+                         asr_pieces[id] +
+                         "' for the ASR model (train the LM with tokenizer_file: the ASR model)");
+    }
+  }
+}
+
+TransformerLmPrefixScorer::TransformerLmPrefixScorer(models::TransformerLM lm, int64_t bos,
+                                                     int64_t eos, int64_t pad, double temperature)
+    : lm_(std::move(lm)), bos_(bos), eos_(eos), pad_(pad), temperature_(temperature) {
+  if (temperature_ <= 0)
+    throw_config_error("LM temperature must be > 0, got " + std::to_string(temperature_));
+}
+
+at::Tensor TransformerLmPrefixScorer::next_log_probs(
+    const std::vector<std::vector<int64_t>>& prefixes) {
+  torch::NoGradGuard no_grad;
+  const int64_t rows = static_cast<int64_t>(prefixes.size());
+  size_t longest = 0;
+  for (const auto& p : prefixes) longest = std::max(longest, p.size());
+  at::Tensor tokens = at::full({rows, static_cast<int64_t>(longest) + 1}, pad_, at::kLong);
+  at::Tensor last = at::empty({rows}, at::kLong);
+  auto t = tokens.accessor<int64_t, 2>();
+  for (int64_t r = 0; r < rows; ++r) {
+    t[r][0] = bos_;
+    for (size_t i = 0; i < prefixes[r].size(); ++i) t[r][i + 1] = prefixes[r][i];
+    last[r] = static_cast<int64_t>(prefixes[r].size());
+  }
+  const c10::Device device = lm_->parameters().front().device();
+  const at::Tensor logits = lm_->forward(tokens.to(device), pad_);  // (N, U, V)
+  const at::Tensor index = last.to(device).view({rows, 1, 1}).expand({rows, 1, logits.size(2)});
+  const at::Tensor at_last = logits.gather(1, index).squeeze(1);
+  return at::log_softmax(at_last.to(at::kFloat) / temperature_, -1).to(at::kCPU);
+}
+
 }  // namespace masr::decode

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "decode/attention_rescoring.h"
+#include "decode/ctc_prefix_beam_search.h"
 #include "decode/sequence_scorer.h"
 #include "models/encoder.h"
 #include "models/transformer_asr.h"
@@ -92,6 +93,29 @@ class TransformerLmScorer : public SequenceScorer {
   models::TransformerLM lm_;
   double temperature_;
   std::unique_ptr<IncrementalScorer> incremental_;
+};
+
+// Fusion adds log-probabilities of the same token ids, so an LM must have the ASR model's pieces,
+// not just as many: a config error names `lm_name`, the first differing id and both pieces.
+void check_same_pieces(const std::vector<std::string>& lm_pieces,
+                       const std::vector<std::string>& asr_pieces, const std::string& lm_name);
+
+// The TransformerLM as a PrefixLm for CTC prefix beam search: the prefixes of a call (bos
+// prepended, right-padded with pad_index, which the causal mask hides from the real positions)
+// are run in one forward, and log_softmax(logits / temperature) taken at each one's last token.
+// Prefixes differ in length, which the KV-cached step() cannot batch; CtcPrefixBeamSearch caches
+// each prefix's output instead, so a prefix is scored once.
+class TransformerLmPrefixScorer : public PrefixLm {
+ public:
+  TransformerLmPrefixScorer(models::TransformerLM lm, int64_t bos, int64_t eos, int64_t pad,
+                            double temperature = 1.0);
+  at::Tensor next_log_probs(const std::vector<std::vector<int64_t>>& prefixes) override;
+  int64_t eos() const override { return eos_; }
+
+ private:
+  models::TransformerLM lm_;
+  int64_t bos_, eos_, pad_;
+  double temperature_;
 };
 
 }  // namespace masr::decode

@@ -214,5 +214,12 @@ TEST_CASE("decode --lm: a trained LM sharing the ASR tokenizer joins the s2s sea
   CHECK(testing::run_command(exe + " decode --model " + asr + "/model.masr --search greedy " +
                              corpus + "/wav/utt0.wav --lm " + lm + "/model.masr 2> " +
                              dir.file("e2.txt")) != 0);
-  CHECK_THAT(read_file(dir.file("e2.txt")), Catch::Contains("s2s search only"));
+  CHECK_THAT(read_file(dir.file("e2.txt")),
+             Catch::Contains("used by the s2s and ctc-beam searches, not 'greedy'"));
+  // CTC prefix beam search with the LM fused per token.
+  REQUIRE(testing::run_command(exe + " decode --model " + asr + "/model.masr --search ctc-beam " +
+                               corpus + "/wav/utt0.wav --beam 3 --threads 1 --lm " + lm +
+                               "/model.masr --lm-weight 0.5 > " + dir.file("hyp2.txt") + " 2> " +
+                               dir.file("decode2.log")) == 0);
+  CHECK(read_file(dir.file("hyp2.txt")).rfind("utt0", 0) == 0);
 }
