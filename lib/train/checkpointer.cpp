@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/atomic_file.h"
 
 namespace masr::train {
 namespace fs = std::filesystem;
@@ -70,13 +70,21 @@ std::string Checkpointer::save(CheckpointMeta meta, const std::map<std::string, 
   fs::remove_all(temp, ec);
   fs::create_directories(temp, ec);
   if (ec) throw_io_error("cannot create '" + temp.string() + "': " + ec.message());
-  for (const auto& [file, bytes] : files) write_file_synced((temp / file).string(), bytes);
-  if (writer) writer(temp.string());
-  // meta.json last: a directory with it is complete even if renamed by hand.
-  write_file_synced((temp / "meta.json").string(), meta_to_json(meta));
-  sync_directory(temp.string());
-  fs::rename(temp, final_path, ec);
-  if (ec) throw_io_error("cannot rename '" + temp.string() + "': " + ec.message());
+  try {
+    for (const auto& [file, bytes] : files) write_file_synced((temp / file).string(), bytes);
+    if (writer) writer(temp.string());
+    // meta.json last: a directory with it is complete even if renamed by hand.
+    write_file_synced((temp / "meta.json").string(), meta_to_json(meta));
+    sync_directory(temp.string());
+    fs::rename(temp, final_path, ec);
+    if (ec) throw_io_error("cannot rename '" + temp.string() + "': " + ec.message());
+  } catch (...) {
+    // A full disk must not leave a partial checkpoint folder behind (the next run would remove
+    // it, but a user looking at the folder meanwhile should not see one).
+    std::error_code ignored;
+    fs::remove_all(temp, ignored);
+    throw;
+  }
   sync_directory(dir_);
   return final_path.string();
 }
