@@ -147,6 +147,20 @@ TEST_CASE("hostile model files: sections that lie about their sizes, with a vali
     write_bytes(bad, with_fixed_crc(forged));
     CHECK_THAT(load_error(bad), Contains(bad) && Contains("state section cannot be read"));
   }
+  SECTION("a pickle declaring a 2 GB string (LibTorch would allocate it before reading)") {
+    masr::models::CheckpointData data;
+    data.model_type = "ctc";
+    data.hparams_yaml = model->hparams_yaml();
+    data.state = {{"weight_name", torch::zeros({2})}};
+    masr::models::write_checkpoint(bad, data);
+    std::string forged = bytes_of(bad);
+    const size_t key_at = forged.find(std::string("X\x0b\0\0\0weight_name", 16));
+    REQUIRE(key_at != std::string::npos);
+    put_le(forged, key_at + 1, 0x7FFFFFF0u, 4);
+    write_bytes(bad, with_fixed_crc(forged));
+    CHECK_THAT(load_error(bad), Contains(bad) && Contains("state section is corrupt") &&
+                                    Contains("2147483632 bytes past its end"));
+  }
 }
 
 TEST_CASE("hostile model files: a tokenizer that does not fit the output layer", "[checkpoint]") {
