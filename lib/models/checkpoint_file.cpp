@@ -15,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "models/checkpoint.h"
+#include "models/pickle_check.h"
 
 namespace masr::models {
 namespace {
@@ -71,85 +72,11 @@ std::string pickle_state(const std::vector<std::pair<std::string, at::Tensor>>& 
   return std::string(bytes.begin(), bytes.end());
 }
 
-// The argument of each pickle opcode LibTorch reads: a fixed byte count, or a length prefix of
-// 1/4/8 bytes then that many bytes, or (GLOBAL) two lines; kStop ends the walk, kUnknown too.
-enum : int8_t {
-  kUnknown = -1,
-  kStop = -2,
-  kPrefix1 = -3,
-  kPrefix4 = -4,
-  kPrefix8 = -5,
-  kLines = -6
-};
-
-int8_t pickle_argument(uint8_t op) {
-  static const std::array<int8_t, 256> table = [] {
-    std::array<int8_t, 256> t{};
-    t.fill(kUnknown);
-    for (uint8_t c : std::string("()]}tusaeRbQNld\x85\x86\x87\x88\x89\x81\x94")) t[c] = 0;
-    for (uint8_t c : std::string("qhK\x80")) t[c] = 1;
-    for (uint8_t c : std::string("rjJ")) t[c] = 4;
-    t['M'] = 2;
-    t['G'] = 8;
-    for (uint8_t c : std::string("\x8aUC\x8c")) t[c] = kPrefix1;
-    for (uint8_t c : std::string("XBT")) t[c] = kPrefix4;
-    t[0x8d] = t[0x8e] = kPrefix8;
-    t['c'] = kLines;
-    t['.'] = kStop;
-    return t;
-  }();
-  return table[op];
-}
-
-// LibTorch's unpickler allocates every string and byte string at the length its opcode declares
-// before reading it, so a forged pickle declaring 4 GB would take 4 GB (found by
-// fuzz/fuzz_checkpoint). This walks the opcodes of the archive's data.pkl and returns the first
-// declared length that runs past the section, or 0. It stops at STOP or at an opcode it does not
-// know: LibTorch refuses those itself.
-uint64_t pickle_overrun(const std::string& zip) {
-  // The local header of ".../data.pkl" (sizes are in the central directory: entries are
-  // streamed, and pickle_save writes the tensors first).
-  size_t at = std::string::npos;
-  for (size_t h = zip.find("PK\x03\x04");
-       h != std::string::npos && zip.size() >= 30 && h <= zip.size() - 30;
-       h = zip.find("PK\x03\x04", h + 4)) {
-    const size_t name_size = get_le(zip, h + 26, 2);
-    const size_t data = h + 30 + name_size + get_le(zip, h + 28, 2);
-    if (data <= zip.size() && name_size >= 8 &&
-        zip.compare(h + 30 + name_size - 8, 8, "data.pkl") == 0) {
-      at = data;
-      break;
-    }
-  }
-  if (at == std::string::npos) return 0;
-  auto past_end = [&](uint64_t n) { return n > zip.size() || at > zip.size() - n; };
-  while (at < zip.size()) {
-    const int8_t argument = pickle_argument(static_cast<uint8_t>(zip[at++]));
-    if (argument == kStop || argument == kUnknown) return 0;
-    uint64_t skip = argument >= 0 ? static_cast<uint64_t>(argument) : 0;
-    if (argument == kLines) {
-      for (int line = 0; line < 2; ++line) {
-        const size_t end = zip.find('\n', at);
-        if (end == std::string::npos) return 0;
-        at = end + 1;
-      }
-    } else if (argument <= kPrefix1) {
-      const int prefix = argument == kPrefix1 ? 1 : argument == kPrefix4 ? 4 : 8;
-      if (past_end(prefix)) return prefix;
-      skip = get_le(zip, at, prefix);
-      at += prefix;
-    }
-    if (past_end(skip)) return skip;
-    at += skip;
-  }
-  return 0;
-}
-
 std::vector<std::pair<std::string, at::Tensor>> unpickle_state(const std::string& bytes,
                                                                const std::string& path) {
-  if (const uint64_t overrun = pickle_overrun(bytes)) {
-    throw_input_error("model file '" + path + "': the state section is corrupt (its pickle " +
-                      "declares " + std::to_string(overrun) + " bytes past its end)");
+  // LibTorch 1.13's unpickler trusts its input (fuzz/fuzz_checkpoint crashed it): check first.
+  if (const std::string problem = pickle_problem(bytes); !problem.empty()) {
+    throw_input_error("model file '" + path + "': the state section is corrupt (" + problem + ")");
   }
   std::vector<std::pair<std::string, at::Tensor>> state;
   try {

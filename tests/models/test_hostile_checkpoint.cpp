@@ -159,7 +159,7 @@ TEST_CASE("hostile model files: sections that lie about their sizes, with a vali
     put_le(forged, key_at + 1, 0x7FFFFFF0u, 4);
     write_bytes(bad, with_fixed_crc(forged));
     CHECK_THAT(load_error(bad), Contains(bad) && Contains("state section is corrupt") &&
-                                    Contains("2147483632 bytes past its end"));
+                                    Contains("declares 2147483632 bytes past its end"));
   }
 }
 
