@@ -20,6 +20,8 @@ PACKAGES=(
   libgloo-dev
   # tests: Catch2 v2, and the independent references the parity tests run
   catch2 python3 python3-torch python3-torchaudio python3-numpy
+  # fuzzing (fuzz/, docs/reliability.md): clang with libFuzzer and the sanitizer runtimes
+  clang-14 libclang-rt-14-dev
   # corpus synthesis for tests and the quick-start recipe
   espeak-ng fortunes-min fortunes sox
 )

@@ -110,6 +110,10 @@ Audio read_audio(const std::string& path, int target_rate) {
   }
   if (target_rate > 0 && target_rate != audio.sample_rate) {
     audio.samples = resample(audio.samples, audio.sample_rate, target_rate);
+    if (audio.samples.empty()) {
+      fail(path, std::to_string(frames) + " samples at " + std::to_string(audio.sample_rate) +
+                     " Hz are less than one sample at " + std::to_string(target_rate) + " Hz");
+    }
     audio.sample_rate = target_rate;
   }
   return audio;

@@ -19,6 +19,9 @@ std::vector<float> resample(const float* x, size_t n, int from, int to) {
   if (from == to || n == 0) return std::vector<float>(x, x + n);
   const size_t out_len = static_cast<size_t>(
       std::llround(static_cast<double>(n) * static_cast<double>(to) / static_cast<double>(from)));
+  // Fewer input samples than one output period (e.g. 64 samples at 3.9 MHz to 16 kHz): nothing
+  // to convert, and soxr must not be handed an empty output buffer (it crashes on it).
+  if (out_len == 0) return {};
   std::vector<float> out(out_len);
   const soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
   const soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);

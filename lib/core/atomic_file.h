@@ -18,6 +18,12 @@ void write_file_synced(const std::string& path, const std::string& bytes);
 // fsyncs a directory, so that renames and creations inside it are durable.
 void sync_directory(const std::string& path);
 
+// Fault injection for tests of a full disk (docs/reliability.md): after `bytes` more bytes, every
+// write_file_synced/write_file_atomically fails with ENOSPC, as write(2) does on a full disk;
+// a negative value turns it off. The environment variable MASR_FAULT_DISK_FULL_AFTER_BYTES sets
+// the same budget for a whole process (the CLI tests use it), read at the first write.
+void set_disk_full_after_bytes(long long bytes);
+
 // The whole file; throws an I/O error naming the path.
 std::string read_file(const std::string& path);
 

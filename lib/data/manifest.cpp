@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "data/csv.h"
@@ -25,6 +27,32 @@ std::ifstream open_input(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_io_error(what + " '" + path + "': cannot open the file");
   return in;
+}
+
+// Transcripts must be UTF-8 (SpeechBrain reads CSVs as UTF-8 text and fails on other bytes);
+// a Latin-1 file would otherwise train on garbage pieces. Names the first bad byte.
+void check_utf8(const std::string& text, const std::string& where, const std::string& what) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const size_t length = lead < 0x80           ? 1
+                          : (lead >> 5) == 0x6  ? 2
+                          : (lead >> 4) == 0xE  ? 3
+                          : (lead >> 3) == 0x1E ? 4
+                                                : 0;
+    bool ok =
+        length > 0 && i + length <= text.size() && lead != 0xC0 && lead != 0xC1 && lead <= 0xF4;
+    for (size_t k = 1; ok && k < length; ++k) {
+      ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    }
+    if (!ok) {
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02X", lead);
+      throw_input_error(where + ": the " + what + " is not valid UTF-8 (byte " + byte +
+                        " at offset " + std::to_string(i) + "); convert the file to UTF-8");
+    }
+    i += length;
+  }
 }
 
 bool is_var_char(char c) {
@@ -157,6 +185,7 @@ Manifest read_speechbrain_csv(const std::string& path, const Replacements& repla
     row.wav = record.fields[c.wav];
     if (c.spk_id >= 0) row.spk_id = record.fields[c.spk_id];
     if (c.wrd >= 0) row.wrd = record.fields[c.wrd];
+    check_utf8(row.wrd, where, "transcript (wrd)");
     for (size_t k = 0; k < c.extra.size(); ++k) {
       row.extra.emplace_back(manifest.extra_columns[k], record.fields[c.extra[k]]);
     }
@@ -250,6 +279,7 @@ Manifest read_kaldi_dir(const std::string& dir) {
       if (found == text.entries.end())
         throw_input_error(dir + "/text: no transcript for '" + key + "'");
       row.wrd = found->second.first;
+      check_utf8(row.wrd, found->second.second, "transcript");
     }
     if (const auto found = spk.entries.find(key); found != spk.entries.end()) {
       row.spk_id = found->second.first;
@@ -300,8 +330,7 @@ Manifest read_manifest(const std::string& path, const Replacements& replacements
 }
 
 void write_speechbrain_csv(const std::string& path, const Manifest& manifest) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw_io_error("manifest '" + path + "': cannot create the file");
+  std::ostringstream out;
   out << "ID,duration,wav,spk_id,wrd";
   for (const auto& column : manifest.extra_columns) out << ',' << csv_quote_minimal(column);
   out << '\n';
@@ -315,7 +344,8 @@ void write_speechbrain_csv(const std::string& path, const Manifest& manifest) {
     }
     out << '\n';
   }
-  if (!out) throw_io_error("manifest '" + path + "': write error");
+  // Atomic: a full disk or a kill leaves the old manifest (or none), never half of one.
+  write_file_atomically(path, out.str());
 }
 
 }  // namespace masr::data

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace masr::features {
@@ -37,17 +38,14 @@ void write_npy(const std::string& path, const at::Tensor& tensor) {
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error(ErrorKind::kIo, "npy file '" + path + "': cannot open for writing");
   const uint16_t length = static_cast<uint16_t>(header.size());
-  const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  out.write(magic, 8);
-  const char length_bytes[2] = {static_cast<char>(length & 0xff), static_cast<char>(length >> 8)};
-  out.write(length_bytes, 2);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(static_cast<const char*>(data.data_ptr()),
-            static_cast<std::streamsize>(data.numel() * sizeof(float)));
-  if (!out) throw Error(ErrorKind::kIo, "npy file '" + path + "': write failed");
+  std::string bytes = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  bytes += static_cast<char>(length & 0xff);
+  bytes += static_cast<char>(length >> 8);
+  bytes += header;
+  bytes.append(static_cast<const char*>(data.data_ptr()), data.numel() * sizeof(float));
+  // Atomic: a full disk or a kill leaves no truncated feature file behind.
+  write_file_atomically(path, bytes);
 }
 
 at::Tensor read_npy(const std::string& path) {

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/atomic_file.h"
 #include "core/remove_tree.h"
 
 namespace masr::train {
@@ -71,13 +71,20 @@ std::string Checkpointer::save(CheckpointMeta meta, const std::map<std::string, 
   remove_tree(temp.string());
   fs::create_directories(temp, ec);
   if (ec) throw_io_error("cannot create '" + temp.string() + "': " + ec.message());
-  for (const auto& [file, bytes] : files) write_file_synced((temp / file).string(), bytes);
-  if (writer) writer(temp.string());
-  // meta.json last: a directory with it is complete even if renamed by hand.
-  write_file_synced((temp / "meta.json").string(), meta_to_json(meta));
-  sync_directory(temp.string());
-  fs::rename(temp, final_path, ec);
-  if (ec) throw_io_error("cannot rename '" + temp.string() + "': " + ec.message());
+  try {
+    for (const auto& [file, bytes] : files) write_file_synced((temp / file).string(), bytes);
+    if (writer) writer(temp.string());
+    // meta.json last: a directory with it is complete even if renamed by hand.
+    write_file_synced((temp / "meta.json").string(), meta_to_json(meta));
+    sync_directory(temp.string());
+    fs::rename(temp, final_path, ec);
+    if (ec) throw_io_error("cannot rename '" + temp.string() + "': " + ec.message());
+  } catch (...) {
+    // A full disk must not leave a partial checkpoint folder behind (the next run would remove
+    // it, but a user looking at the folder meanwhile should not see one).
+    remove_tree(temp.string());
+    throw;
+  }
   sync_directory(dir_);
   return final_path.string();
 }

@@ -102,7 +102,12 @@ Utterance UtteranceMaker::operator()(const data::ManifestRow& row, bool training
   Utterance u;
   u.id = row.id;
   u.words = row.wrd;
-  u.samples = audio::read_audio(row.wav, sample_rate_).samples;
+  try {
+    u.samples = audio::read_audio(row.wav, sample_rate_).samples;
+  } catch (const Error& e) {
+    // Name the manifest row too: the file at fault is often a typo in the manifest.
+    throw Error(e.kind(), row.source + ": utterance '" + row.id + "': " + e.what());
+  }
   if (training && speed_perturb_) {
     std::mt19937_64 rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), hash_string(row.id)}));
     u.samples = (*speed_perturb_)(u.samples, rng).samples;

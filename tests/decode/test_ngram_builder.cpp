@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "decode/arpa_lm.h"
 #include "decode/ngram_builder.h"
+#include "core/remove_tree.h"
 
 using masr::decode::ArpaLm;
 using masr::decode::build_kneser_ney_arpa;
@@ -67,7 +68,7 @@ Reference python_reference(const std::vector<std::string>& sentences, int order,
     ref.by_context[line.substr(0, a)].emplace_back(line.substr(a + 1, b - a - 1),
                                                    std::stod(line.substr(b + 1)));
   }
-  fs::remove_all(dir);
+  masr::remove_tree(dir);
   return ref;
 }
 
