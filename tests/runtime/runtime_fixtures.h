@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "core/remove_tree.h"
+
 namespace masr::test {
 
 inline const std::string kTinyHparams =
@@ -27,8 +29,7 @@ class TempCache {
     } else {
       unsetenv("XDG_CACHE_HOME");
     }
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    masr::remove_tree(dir_);
   }
   TempCache(const TempCache&) = delete;
   TempCache& operator=(const TempCache&) = delete;
