@@ -48,7 +48,8 @@ if [[ $(id -u) -ne 0 ]]; then
   SUDO="sudo"
 fi
 echo "setup: installing ${missing[*]}"
+started=$(date +%s)
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "setup: done"
+echo "setup: done in $(( $(date +%s) - started )) s"

@@ -16,7 +16,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-stage=0 stop_stage=3 out="$root/results/synth" hours=2.5 seed=1234 threads="$(nproc)"
+stage=0 stop_stage=3 out="$root/results/synth" hours=5 seed=1234 threads="$(nproc)"
 hparams="$root/hparams/CTC/conmamba_synth.yaml"
 train_overrides=()
 asr_model="" lm_order=3 lm_epochs=3
