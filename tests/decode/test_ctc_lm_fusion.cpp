@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "decode/ctc_prefix_beam_search.h"
 #include "decode/model_scorers.h"
+#include "ctc_brute_force.h"
 
 using namespace masr;
 using decode::CtcBeamSearchOptions;
@@ -36,24 +37,7 @@ models::TransformerLM random_lm(int64_t vocab) {
 
 // log P_ctc(y | x) of every label sequence y, summing all V^T alignments.
 std::map<std::vector<int64_t>, double> ctc_sequence_logp(const at::Tensor& logp) {
-  const int64_t frames = logp.size(0), vocab = logp.size(1);
-  std::map<std::vector<int64_t>, double> probs;
-  int64_t paths = 1;
-  for (int64_t t = 0; t < frames; ++t) paths *= vocab;
-  auto a = logp.accessor<float, 2>();
-  for (int64_t code = 0; code < paths; ++code) {
-    std::vector<int64_t> labels;
-    double lp = 0;
-    int64_t previous = -1, rest = code;
-    for (int64_t t = 0; t < frames; ++t) {
-      const int64_t c = rest % vocab;
-      rest /= vocab;
-      lp += a[t][c];
-      if (c != 0 && c != previous) labels.push_back(c);
-      previous = c;
-    }
-    probs[labels] += std::exp(lp);
-  }
+  auto probs = masr::testing::ctc_sequence_probs(logp);
   for (auto& [labels, p] : probs) p = std::log(p);
   return probs;
 }

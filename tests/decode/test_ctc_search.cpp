@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "decode/ctc_greedy.h"
 #include "decode/ctc_prefix_beam_search.h"
+#include "ctc_brute_force.h"
 
 using namespace masr::decode;
 
@@ -24,24 +25,7 @@ at::Tensor log_table(const std::vector<std::vector<float>>& probs) {
 
 // P(label sequence | x) for every label sequence, by enumerating all V^T paths.
 std::map<std::vector<int64_t>, double> brute_force(const at::Tensor& logp, int64_t blank = 0) {
-  const int64_t frames = logp.size(0), vocab = logp.size(1);
-  std::map<std::vector<int64_t>, double> probs;
-  int64_t paths = 1;
-  for (int64_t t = 0; t < frames; ++t) paths *= vocab;
-  for (int64_t code = 0; code < paths; ++code) {
-    std::vector<int64_t> labels;
-    double lp = 0;
-    int64_t previous = -1, rest = code;
-    for (int64_t t = 0; t < frames; ++t) {
-      const int64_t c = rest % vocab;
-      rest /= vocab;
-      lp += logp[t][c].item<double>();
-      if (c != blank && c != previous) labels.push_back(c);
-      previous = c;
-    }
-    probs[labels] += std::exp(lp);
-  }
-  return probs;
+  return masr::testing::ctc_sequence_probs(logp, blank);
 }
 
 CtcBeamSearchOptions exhaustive(int64_t beam = 1000) {

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "decode/ctc_prefix_scorer.h"
 #include "decode/s2s_beam_search.h"
+#include "ctc_brute_force.h"
 
 using namespace masr::decode;
 
@@ -17,24 +18,11 @@ namespace {
 
 // ln of: the probability that the CTC output starts with `prefix` (exact = false) or equals it.
 double brute_prefix(const at::Tensor& logp, const std::vector<int64_t>& prefix, bool exact) {
-  const int64_t frames = logp.size(0), vocab = logp.size(1);
-  int64_t paths = 1;
-  for (int64_t t = 0; t < frames; ++t) paths *= vocab;
   double total = 0;
-  for (int64_t code = 0; code < paths; ++code) {
-    std::vector<int64_t> labels;
-    double lp = 0;
-    int64_t previous = -1, rest = code;
-    for (int64_t t = 0; t < frames; ++t) {
-      const int64_t c = rest % vocab;
-      rest /= vocab;
-      lp += logp[t][c].item<double>();
-      if (c != 0 && c != previous) labels.push_back(c);
-      previous = c;
-    }
+  for (const auto& [labels, p] : masr::testing::ctc_sequence_probs(logp)) {
     const bool starts =
         labels.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), labels.begin());
-    if (exact ? labels == prefix : starts) total += std::exp(lp);
+    if (exact ? labels == prefix : starts) total += p;
   }
   return std::log(total);
 }
