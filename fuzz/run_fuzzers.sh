@@ -30,7 +30,10 @@ for t in "${targets[@]}"; do
   # The checkpoint target grows slowly (LibTorch leaks per refused zip: fuzz/lsan.supp).
   rss=2048
   [[ $t == checkpoint ]] && rss=4096
-  if ! "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=$rss -print_final_stats=1 \
+  # SECONDS 0: replay the kept corpus only (-runs=0), no new inputs.
+  budget=(-max_total_time="$seconds")
+  [[ $seconds == 0 ]] && budget=(-runs=0)
+  if ! "$exe" "${budget[@]}" -timeout=10 -rss_limit_mb=$rss -print_final_stats=1 \
        -artifact_prefix="$build/crashes/$t-" "$build/corpus/$t" "fuzz/corpus/$t" \
        > "$build/fuzz_$t.log" 2>&1; then
     echo "run_fuzzers: $t FAILED; see $build/fuzz_$t.log and $build/crashes/" >&2
