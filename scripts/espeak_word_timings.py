@@ -24,10 +24,18 @@ INITIALIZE_PHONEME_EVENTS = 0x0001
 EVENT_LIST_TERMINATED, EVENT_WORD, EVENT_END, EVENT_PHONEME = 0, 1, 5, 7
 RATE, PITCH = 1, 3
 POS_CHARACTER = 1
+ENDPAUSE = 0x1000  # espeakENDPAUSE: the pause after the last clause, as the espeak-ng CLI adds it
 
 
 class EventId(ctypes.Union):
     _fields_ = [("number", ctypes.c_int), ("name", ctypes.c_char_p), ("string", ctypes.c_char * 8)]
+
+
+class Voice(ctypes.Structure):  # espeak_VOICE
+    _fields_ = [("name", ctypes.c_char_p), ("languages", ctypes.c_char_p),
+                ("identifier", ctypes.c_char_p), ("gender", ctypes.c_ubyte),
+                ("age", ctypes.c_ubyte), ("variant", ctypes.c_ubyte), ("xx1", ctypes.c_ubyte),
+                ("score", ctypes.c_int), ("spare", ctypes.c_void_p)]
 
 
 class Event(ctypes.Structure):
@@ -64,13 +72,17 @@ class Espeak:
         return 0
 
     def synthesize(self, text, voice, speed, pitch):
+        # As the espeak-ng CLI's -v: a voice name or file ("en-gb-x-rp+f4"), else a language
+        # ("en-gb+f1": no voice file is called en-gb; its voice is gmw/en).
         if self.lib.espeak_SetVoiceByName(voice.encode()) != 0:
-            raise RuntimeError(f"espeak-ng has no voice '{voice}'")
+            selector = Voice(None, voice.encode(), None, 0, 0, 0, 0, 0, None)
+            if self.lib.espeak_SetVoiceByProperties(ctypes.byref(selector)) != 0:
+                raise RuntimeError(f"espeak-ng has no voice '{voice}'")
         self.lib.espeak_SetParameter(RATE, speed, 0)
         self.lib.espeak_SetParameter(PITCH, pitch, 0)
         self.samples, self.events = [], []
         data = text.encode()
-        self.lib.espeak_Synth(data, len(data) + 1, 0, POS_CHARACTER, 0, 0, None, None)
+        self.lib.espeak_Synth(data, len(data) + 1, 0, POS_CHARACTER, 0, ENDPAUSE, None, None)
         self.lib.espeak_Synchronize()
         return self.samples, self.events
 
