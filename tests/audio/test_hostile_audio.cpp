@@ -42,13 +42,6 @@ std::string wav_bytes(uint16_t channels, uint32_t rate, uint32_t data_size, size
   return out;
 }
 
-std::string write(const masr::testing::TempDir& dir, const std::string& name,
-                  const std::string& bytes) {
-  const std::string path = dir.file(name);
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
 }  // namespace
 
 TEST_CASE("hostile audio: one sample reads as one sample, at 16 kHz and resampled", "[audio]") {
@@ -88,33 +81,33 @@ TEST_CASE("hostile audio: 96 kHz, 6 channels becomes 16 kHz mono (channel mean)"
 TEST_CASE("hostile audio: headers declaring absurd sizes, rates and channels", "[audio]") {
   masr::testing::TempDir dir("hostile_hdr");
   SECTION("a data chunk of 4 GB in a 144-byte file is truncated") {
-    const std::string path = write(dir, "huge_data.wav", wav_bytes(1, 16000, 0xFFFFFFF0u, 100));
+    const std::string path = dir.write("huge_data.wav", wav_bytes(1, 16000, 0xFFFFFFF0u, 100));
     CHECK_THROWS_WITH(read_audio(path), Contains(path) && Contains("truncated"));
   }
   SECTION("a data chunk longer than the file by one byte is truncated") {
-    const std::string path = write(dir, "short.wav", wav_bytes(1, 16000, 202, 200));
+    const std::string path = dir.write("short.wav", wav_bytes(1, 16000, 202, 200));
     CHECK_THROWS_WITH(read_audio(path), Contains(path) && Contains("truncated"));
   }
   SECTION("zero channels") {
-    const std::string path = write(dir, "no_channels.wav", wav_bytes(0, 16000, 200, 200));
+    const std::string path = dir.write("no_channels.wav", wav_bytes(0, 16000, 200, 200));
     CHECK_THROWS_WITH(read_audio(path), Contains(path));
   }
   SECTION("a sample rate of 0") {
-    const std::string path = write(dir, "rate0.wav", wav_bytes(1, 0, 200, 200));
+    const std::string path = dir.write("rate0.wav", wav_bytes(1, 0, 200, 200));
     CHECK_THROWS_WITH(read_audio(path), Contains(path));
   }
   SECTION("65535 channels") {
-    const std::string path = write(dir, "channels.wav", wav_bytes(65535, 16000, 200, 200));
+    const std::string path = dir.write("channels.wav", wav_bytes(65535, 16000, 200, 200));
     CHECK_THROWS_WITH(read_audio(path), Contains(path));
   }
   SECTION("a sample rate of 4 GHz is refused, not resampled") {
-    const std::string path = write(dir, "rate4g.wav", wav_bytes(1, 4000000000u, 200, 200));
+    const std::string path = dir.write("rate4g.wav", wav_bytes(1, 4000000000u, 200, 200));
     CHECK_THROWS_WITH(read_audio(path), Contains(path));
   }
   SECTION("a header with no data chunk at all") {
     std::string bytes = wav_bytes(1, 16000, 0, 0);
     bytes.resize(36);
-    const std::string path = write(dir, "no_data.wav", bytes);
+    const std::string path = dir.write("no_data.wav", bytes);
     CHECK_THROWS_WITH(read_audio(path), Contains(path));
   }
   SECTION("a folder named .wav") {

@@ -17,17 +17,6 @@ using Catch::Contains;
 using masr::data::read_kaldi_dir;
 using masr::data::read_speechbrain_csv;
 
-namespace {
-
-std::string write(const masr::testing::TempDir& dir, const std::string& name,
-                  const std::string& text) {
-  const std::string path = dir.file(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
-}  // namespace
-
 TEST_CASE("hostile manifests: transcripts that are not UTF-8 name the line and byte", "[data]") {
   masr::testing::TempDir dir("hostile_utf8");
   const std::string header = "ID,duration,wav,spk_id,wrd\n";
@@ -47,19 +36,19 @@ TEST_CASE("hostile manifests: transcripts that are not UTF-8 name the line and b
   for (const auto& c : cases) {
     INFO(c.what);
     const std::string path =
-        write(dir, "bad.csv", header + "u1,1.0,a.wav,s,GOOD\nu2,1.0,b.wav,s," + c.wrd + "\n");
+        dir.write("bad.csv", header + "u1,1.0,a.wav,s,GOOD\nu2,1.0,b.wav,s," + c.wrd + "\n");
     CHECK_THROWS_WITH(
         read_speechbrain_csv(path),
         Contains(path + ":3") && Contains("not valid UTF-8") &&
             Contains(std::string("byte ") + c.byte + " at offset " + std::to_string(c.offset)));
   }
   // Valid multi-byte UTF-8 (2, 3 and 4 bytes) reads.
-  const std::string ok = write(dir, "ok.csv", header + "u1,1.0,a.wav,s,CAFÉ – 語 😀\n");
+  const std::string ok = dir.write("ok.csv", header + "u1,1.0,a.wav,s,CAFÉ – 語 😀\n");
   CHECK(read_speechbrain_csv(ok).rows.at(0).wrd == "CAFÉ – 語 😀");
 
   std::filesystem::create_directories(dir.file("kaldi"));
-  write(dir, "kaldi/wav.scp", "u1 /a.wav\nu2 /b.wav\n");
-  write(dir, "kaldi/text", "u1 FINE\nu2 NA\xEFVE\n");
+  dir.write("kaldi/wav.scp", "u1 /a.wav\nu2 /b.wav\n");
+  dir.write("kaldi/text", "u1 FINE\nu2 NA\xEFVE\n");
   CHECK_THROWS_WITH(read_kaldi_dir(dir.file("kaldi")),
                     Contains("kaldi/text:2") && Contains("not valid UTF-8"));
 }
@@ -68,19 +57,19 @@ TEST_CASE("hostile manifests: empty transcripts, missing columns, CRLF", "[data]
   masr::testing::TempDir dir("hostile_csv");
   // An empty transcript reads (decoding needs none); training refuses it (tests/train).
   const std::string empty =
-      write(dir, "empty_wrd.csv", "ID,duration,wav,spk_id,wrd\nu1,1.0,a.wav,s,\n");
+      dir.write("empty_wrd.csv", "ID,duration,wav,spk_id,wrd\nu1,1.0,a.wav,s,\n");
   CHECK(read_speechbrain_csv(empty).rows.at(0).wrd.empty());
   for (const char* column : {"ID", "duration", "wav"}) {
     INFO(column);
     std::string header = "ID,duration,wav,wrd";
     header.erase(header.find(column), std::string(column).size() + 1);
-    const std::string path = write(dir, "missing.csv", header + "\nx,y,z\n");
+    const std::string path = dir.write("missing.csv", header + "\nx,y,z\n");
     CHECK_THROWS_WITH(read_speechbrain_csv(path),
                       Contains(path) && Contains(std::string("no '") + column + "'"));
   }
   // Windows line ends: the last field must not keep the '\r'.
   const std::string crlf =
-      write(dir, "crlf.csv", "ID,duration,wav,spk_id,wrd\r\nu1,1.5,a.wav,s,HI\r\n");
+      dir.write("crlf.csv", "ID,duration,wav,spk_id,wrd\r\nu1,1.5,a.wav,s,HI\r\n");
   const auto rows = read_speechbrain_csv(crlf).rows;
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].wrd == "HI");
@@ -89,7 +78,7 @@ TEST_CASE("hostile manifests: empty transcripts, missing columns, CRLF", "[data]
 
 TEST_CASE("hostile disks: writing a manifest on a full disk keeps the old one", "[data]") {
   masr::testing::TempDir dir("hostile_manifest_disk");
-  const std::string path = write(dir, "m.csv", "ID,duration,wav,spk_id,wrd\nu1,1,a.wav,s,OLD\n");
+  const std::string path = dir.write("m.csv", "ID,duration,wav,spk_id,wrd\nu1,1,a.wav,s,OLD\n");
   masr::data::Manifest manifest = read_speechbrain_csv(path);
   manifest.rows[0].wrd = "NEW";
   masr::set_disk_full_after_bytes(8);

@@ -10,25 +10,16 @@
 
 using namespace masr::data;
 
-namespace {
-std::string write(const masr::testing::TempDir& dir, const std::string& name,
-                  const std::string& text) {
-  const std::string path = dir.file(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-}  // namespace
-
 TEST_CASE("SpeechBrain CSV with quotes, extra columns and $data_root", "[data]") {
   masr::testing::TempDir dir("manifest_csv");
   const std::string path =
-      write(dir, "train.csv",
-            "ID,duration,wav,spk_id,wrd,lang\r\n"
-            "1089-134686-0000,10.435,$data_root/a.flac,1089-134686,"
-            "HE HOPED THERE WOULD BE STEW,en\r\n"
-            "\r\n"
-            "u2, 2.5,\"$data_root/b, c.flac\",s2,\"SAID \"\"HI\"\"\nTWICE\",fr\r\n"
-            "u3,3,/abs/c.wav,s3,,en\r\n");
+      dir.write("train.csv",
+                "ID,duration,wav,spk_id,wrd,lang\r\n"
+                "1089-134686-0000,10.435,$data_root/a.flac,1089-134686,"
+                "HE HOPED THERE WOULD BE STEW,en\r\n"
+                "\r\n"
+                "u2, 2.5,\"$data_root/b, c.flac\",s2,\"SAID \"\"HI\"\"\nTWICE\",fr\r\n"
+                "u3,3,/abs/c.wav,s3,,en\r\n");
   const Manifest m = read_speechbrain_csv(path, {{"data_root", "/data/LibriSpeech"}});
   REQUIRE(m.size() == 3);
   CHECK(m.rows[0].id == "1089-134686-0000");
@@ -72,7 +63,7 @@ TEST_CASE("bad SpeechBrain CSVs name the file and line", "[data]") {
   masr::testing::TempDir dir("manifest_bad");
   const std::string head = "ID,duration,wav,spk_id,wrd\n";
   auto fails = [&](const std::string& text, const std::string& message) {
-    const std::string path = write(dir, "bad.csv", text);
+    const std::string path = dir.write("bad.csv", text);
     CHECK_THROWS_WITH(read_speechbrain_csv(path),
                       Catch::Contains(path) && Catch::Contains(message));
   };
@@ -93,9 +84,9 @@ TEST_CASE("bad SpeechBrain CSVs name the file and line", "[data]") {
 
 TEST_CASE("Kaldi data folders", "[data]") {
   masr::testing::TempDir dir("manifest_kaldi");
-  write(dir, "wav.scp", "u1 /a/u1.wav\nu2  /a/u2.flac \n");
-  write(dir, "text", "u1 HELLO WORLD\nu2\n");
-  write(dir, "utt2spk", "u1 spkA\nu2 spkB\n");
+  dir.write("wav.scp", "u1 /a/u1.wav\nu2  /a/u2.flac \n");
+  dir.write("text", "u1 HELLO WORLD\nu2\n");
+  dir.write("utt2spk", "u1 spkA\nu2 spkB\n");
   Manifest m = read_manifest(dir.str());
   REQUIRE(m.size() == 2);
   CHECK_FALSE(m.has_durations);
@@ -104,40 +95,40 @@ TEST_CASE("Kaldi data folders", "[data]") {
   CHECK(m.rows[1].wrd.empty());
   CHECK(m.rows[1].spk_id == "spkB");
 
-  write(dir, "utt2dur", "u1 1.25\nu2 0.5\n");
+  dir.write("utt2dur", "u1 1.25\nu2 0.5\n");
   m = read_kaldi_dir(dir.str());
   CHECK(m.has_durations);
   CHECK(m.total_duration() == 1.75);
 
-  write(dir, "utt2dur", "u1 1.25\nu2 x\n");
+  dir.write("utt2dur", "u1 1.25\nu2 x\n");
   CHECK_THROWS_WITH(read_kaldi_dir(dir.str()), Catch::Contains("utt2dur:2: duration 'x'"));
-  write(dir, "utt2dur", "u1 1.25\n");
+  dir.write("utt2dur", "u1 1.25\n");
   CHECK_THROWS_WITH(read_kaldi_dir(dir.str()), Catch::Contains("no duration for 'u2'"));
   std::filesystem::remove(dir.file("utt2dur"));
-  write(dir, "text", "u1 A\nu2 B\nu3 C\n");
+  dir.write("text", "u1 A\nu2 B\nu3 C\n");
   CHECK_THROWS_WITH(read_kaldi_dir(dir.str()),
                     Catch::Contains("text:3: utterance 'u3' is not in wav.scp"));
-  write(dir, "text", "u1 A\nu1 B\n");
+  dir.write("text", "u1 A\nu1 B\n");
   CHECK_THROWS_WITH(read_kaldi_dir(dir.str()), Catch::Contains("text:2: duplicate ID 'u1'"));
-  write(dir, "text", "u1 A\nu2 B\n");
-  write(dir, "wav.scp", "u1 sox x.wav -t wav - |\nu2 /a/u2.flac\n");
+  dir.write("text", "u1 A\nu2 B\n");
+  dir.write("wav.scp", "u1 sox x.wav -t wav - |\nu2 /a/u2.flac\n");
   CHECK_THROWS_WITH(read_kaldi_dir(dir.str()),
                     Catch::Contains("wav.scp:1") && Catch::Contains("piped command"));
-  write(dir, "segments", "u1 rec1 0.0 1.0\n");
+  dir.write("segments", "u1 rec1 0.0 1.0\n");
   CHECK_THROWS_WITH(read_kaldi_dir(dir.str()),
                     Catch::Contains("'segments' file, which is not supported"));
 }
 
 TEST_CASE("plain lists of audio paths", "[data]") {
   masr::testing::TempDir dir("manifest_list");
-  const std::string path = write(dir, "list.txt", "# test set\n/x/a.flac\n\n  /y/b.wav  \n");
+  const std::string path = dir.write("list.txt", "# test set\n/x/a.flac\n\n  /y/b.wav  \n");
   const Manifest m = read_manifest(path);
   REQUIRE(m.size() == 2);
   CHECK(m.rows[0].id == "a");
   CHECK(m.rows[1].wav == "/y/b.wav");
   CHECK(m.rows[1].source == path + ":4");
-  const std::string dup = write(dir, "dup.txt", "/x/a.flac\n/y/a.wav\n");
+  const std::string dup = dir.write("dup.txt", "/x/a.flac\n/y/a.wav\n");
   CHECK_THROWS_WITH(read_audio_list(dup), Catch::Contains("dup.txt:2: duplicate ID 'a'"));
-  const std::string empty = write(dir, "empty.txt", "# nothing\n");
+  const std::string empty = dir.write("empty.txt", "# nothing\n");
   CHECK_THROWS_WITH(read_audio_list(empty), Catch::Contains("empty.txt: empty file"));
 }

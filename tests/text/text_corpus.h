@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,14 +45,17 @@ class TempDir {
             ("masr_" + tag + "_" + std::to_string(device()) + std::to_string(device()));
     std::filesystem::create_directories(path_);
   }
-  ~TempDir() {
-    std::error_code ec;
-    masr::remove_tree(path_);
-  }
+  ~TempDir() { masr::remove_tree(path_); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   std::string str() const { return path_.string(); }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
+  // Writes `bytes` to the file `name` in this folder and returns its path.
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const std::string path = file(name);
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
 
  private:
   std::filesystem::path path_;
