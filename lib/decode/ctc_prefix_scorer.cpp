@@ -9,6 +9,12 @@
 
 #include "core/error.h"
 #include "decode/ctc_greedy.h"
+#include "ops/ctc_prefix_kernels.h"
+
+#ifdef MASR_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
 
 namespace masr::decode {
 
@@ -34,12 +40,14 @@ CtcPrefixScorer::CtcPrefixScorer(const at::Tensor& log_probs, const at::Tensor& 
       at::arange(frames_, count_tensor.options()).unsqueeze(0) >= count_tensor.unsqueeze(1);
   at::Tensor x = log_probs.to(at::kFloat).masked_fill(padded.unsqueeze(-1), kMinusInf);
   x.select(2, blank).masked_fill_(padded, 0.0);
-  const at::Tensor nonblank = x.transpose(0, 1);  // (T, B, V)
-  const at::Tensor blanks = nonblank.select(2, blank).unsqueeze(2).expand({-1, -1, vocab_});
-  x_ = at::stack({nonblank, blanks})
-           .unsqueeze(3)
-           .expand({2, frames_, batch_, beam_, vocab_})
-           .reshape({2, frames_, batch_ * beam_, vocab_});
+  const at::Tensor by_frame = x.transpose(0, 1);  // (T, B, V)
+  const int64_t n = batch_ * beam_;
+  xn_ =
+      by_frame.unsqueeze(2).expand({frames_, batch_, beam_, vocab_}).reshape({frames_, n, vocab_});
+  xb_ =
+      by_frame.select(2, blank).unsqueeze(2).expand({frames_, batch_, beam_}).reshape({frames_, n});
+  xn_ = xn_.contiguous();
+  xb_ = xb_.contiguous();
   last_frame_ = (count_tensor - 1).clamp_min(0).repeat_interleave(beam_);
 }
 
@@ -55,47 +63,34 @@ at::Tensor CtcPrefixScorer::score(const at::Tensor& last_tokens, const at::Tenso
                       ", K) with 1 <= K <= " + std::to_string(vocab_));
   }
   ++prefix_length_;
-  const auto options = x_.options();
+  const auto options = xn_.options();
   if (!r_prev_.defined()) {
     // The empty prefix: no non-blank path, r^b_t = product of the blanks up to t (Alg. 2-1).
     r_prev_ = at::full({frames_, 2, n}, kMinusInf, options);
-    r_prev_.select(1, 1).copy_(at::cumsum(x_[1].select(2, blank_), 0));
+    r_prev_.select(1, 1).copy_(at::cumsum(xb_, 0));
     psi_prev_ = at::zeros({n}, options);
   }
-  // The scored tokens' log-probabilities: (2, T, N, K), non-blank then blank.
-  at::Tensor x = x_;
+  // The scored tokens' non-blank log-probabilities: (T, N, K).
+  at::Tensor xn = xn_;
   at::Tensor tokens;  // int64 (N, K), or undefined for the full vocabulary
   if (candidates.defined()) {
-    tokens = candidates.to(x_.device(), at::kLong);
-    const int64_t k = tokens.size(1);
-    x = at::stack(
-        {x_[0].gather(2, tokens.unsqueeze(0).expand({frames_, n, k})), x_[1].narrow(2, 0, k)});
+    tokens = candidates.to(xn_.device(), at::kLong);
+    xn = xn_.gather(2, tokens.unsqueeze(0).expand({frames_, n, tokens.size(1)})).contiguous();
   }
-  const int64_t k = x.size(3);
-  at::Tensor r = at::full({frames_, 2, n, k}, kMinusInf, options);
-  if (prefix_length_ == 0) r[0][0].copy_(x[0][0]);     // (Alg. 2-6)
-  const at::Tensor r_sum = at::logsumexp(r_prev_, 1);  // (T, N)
+  const int64_t k = xn.size(2);
   // phi_t = r^n_t(g) + r^b_t(g), but only r^b_t(g) when c repeats g's last token (Alg. 2-10).
-  const at::Tensor last = last_tokens.to(x_.device(), at::kLong).view({n, 1});
+  const at::Tensor last = last_tokens.to(xn_.device(), at::kLong).view({n, 1});
   const at::Tensor repeats =
-      tokens.defined() ? tokens.eq(last) : at::arange(k, last.options()).unsqueeze(0).eq(last);
-  const at::Tensor phi = at::where(repeats.unsqueeze(0), r_prev_.select(1, 1).unsqueeze(2),
-                                   r_sum.unsqueeze(2));  // (T, N, K)
-  const int64_t start = std::max<int64_t>(1, prefix_length_);
-  for (int64_t t = start; t < frames_; ++t) {  // (Alg. 2-11, 2-12)
-    const at::Tensor rp = r[t - 1];
-    const at::Tensor pairs = at::stack({rp[0], phi[t - 1], rp[0], rp[1]}).view({2, 2, n, k});
-    r[t].copy_(at::logsumexp(pairs, 1) + x.select(1, t));
-  }
-  // psi(g + c) = sum_t phi_{t-1} p_t(c), plus r^n at the first scored frame (Alg. 2-13).
-  const at::Tensor phix = at::cat({phi.narrow(0, 0, 1), phi.narrow(0, 0, frames_ - 1)}) + x[0];
-  const at::Tensor psi_init = r[start - 1][0].unsqueeze(0);
-  at::Tensor psi =
-      start < frames_
-          ? at::logsumexp(at::cat({phix.narrow(0, start, frames_ - start), psi_init}), 0)
-          : psi_init.squeeze(0).clone();
+      (tokens.defined() ? tokens.eq(last) : at::arange(k, last.options()).unsqueeze(0).eq(last))
+          .to(at::kByte)
+          .contiguous();
+  at::Tensor r = at::empty({frames_, 2, n, k}, options);
+  at::Tensor psi = at::empty({n, k}, options);
+  recurse(xn, repeats, r, psi);
   // eos: the probability that the output is exactly g, at the utterance's last frame (Alg. 2-3).
-  const at::Tensor ends = r_sum.gather(0, last_frame_.view({1, n})).view({n, 1});
+  const at::Tensor ends =
+      at::logsumexp(r_prev_.gather(0, last_frame_.view({1, 1, n}).expand({1, 2, n})), 1)
+          .view({n, 1});
   const at::Tensor columns = tokens.defined() ? tokens : at::arange(k, last.options()).view({1, k});
   psi = at::where(columns.eq(eos_), ends, psi);
   if (eos_ != blank_) psi = psi.masked_fill(columns.eq(blank_), kMinusInf);
@@ -107,6 +102,44 @@ at::Tensor CtcPrefixScorer::score(const at::Tensor& last_tokens, const at::Tenso
   return at::full({n, vocab_}, kMinusInf, options).scatter_(1, tokens, delta);
 }
 
+// Lines 10-13 of Algorithm 2 for every (hypothesis, candidate) column: one fused loop over the
+// frames (ops/ctc_prefix_kernels.h) instead of a few tensor operations per frame.
+void CtcPrefixScorer::recurse(const at::Tensor& xn, const at::Tensor& repeats, at::Tensor& r,
+                              at::Tensor& psi) const {
+  const int64_t start = std::max<int64_t>(1, prefix_length_);
+  if (start > frames_) {  // a prefix longer than the utterance: impossible
+    r.fill_(kMinusInf);
+    psi.fill_(kMinusInf);
+    return;
+  }
+  const at::Tensor r_prev = r_prev_.contiguous();
+  ops::CtcPrefixStep s;
+  s.frames = frames_;
+  s.rows = xn.size(1);
+  s.cols = xn.size(2);
+  s.start = start;
+  s.first = prefix_length_ == 0;
+  s.xn = xn.data_ptr<float>();
+  s.xb = xb_.data_ptr<float>();
+  s.r_prev = r_prev.data_ptr<float>();
+  s.repeats = repeats.data_ptr<uint8_t>();
+  s.r = r.data_ptr<float>();
+  s.psi = psi.data_ptr<float>();
+  s.minus_inf = static_cast<float>(kMinusInf);
+  if (!xn.is_cuda()) {
+    ops::ctc_prefix_step_cpu(s);
+    return;
+  }
+#ifdef MASR_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(xn.device());
+  if (const char* error = ops::ctc_prefix_step_cuda(s, at::cuda::getCurrentCUDAStream().stream())) {
+    throw_input_error(std::string("CTC prefix scorer: CUDA kernel failed: ") + error);
+  }
+#else
+  throw_input_error("CTC prefix scorer: this build has no CUDA");
+#endif
+}
+
 void CtcPrefixScorer::permute(const at::Tensor& candidates) {
   if (!r_.defined()) throw_input_error("CTC prefix scorer: permute() before score()");
   const int64_t n = batch_ * beam_;
@@ -115,7 +148,7 @@ void CtcPrefixScorer::permute(const at::Tensor& candidates) {
                       std::to_string(beam_) + ") candidates, got " +
                       std::to_string(candidates.numel()));
   }
-  const at::Tensor flat = candidates.to(x_.device(), at::kLong).reshape({batch_, beam_});
+  const at::Tensor flat = candidates.to(xn_.device(), at::kLong).reshape({batch_, beam_});
   const at::Tensor rows =
       (flat.div(vocab_, "floor") + (at::arange(batch_, flat.options()) * beam_).unsqueeze(1))
           .view({-1});

@@ -35,7 +35,11 @@ class CtcPrefixScorer {
  private:
   int64_t batch_, beam_, frames_, vocab_, blank_, eos_;
   int64_t prefix_length_ = -1;
-  at::Tensor x_;           // (2, T, N, V): non-blank and blank log-probs per hypothesis
+  void recurse(const at::Tensor& xn, const at::Tensor& repeats, at::Tensor& r,
+               at::Tensor& psi) const;
+
+  at::Tensor xn_;  // (T, N, V): log-probs per hypothesis (frames past the end: blank certain)
+  at::Tensor xb_;  // (T, N): the blank's log-prob per hypothesis
   at::Tensor last_frame_;  // int64 (N): the last valid frame of each hypothesis's utterance
   at::Tensor r_prev_;      // (T, 2, N): ln r_t^n(g), ln r_t^b(g)
   at::Tensor psi_prev_;    // (N): ln psi(g)
