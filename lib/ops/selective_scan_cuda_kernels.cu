@@ -50,9 +50,17 @@ __device__ __forceinline__ float exp2_approx(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-// torch.nn.functional.softplus with threshold 20.
-__device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
-__device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+// torch.nn.functional.softplus with threshold 20, as max(x, 0) + log1p(exp(-|x|)) from the
+// special-function unit: log(1 + y) by __logf for y >= 1e-2, by its series below (where __logf's
+// absolute error, ~2^-21, would be a large relative error of a tiny softplus). Relative error
+// ~1e-6 against log1pf(expf(x)), at a fraction of the instructions (docs/kernels.md, v3).
+__device__ __forceinline__ float softplus(float x) {
+  if (x > 20.f) return x;
+  const float y = __expf(-fabsf(x));
+  const float l = y < 1e-2f ? y * (1.f - y * (0.5f - y * (1.f / 3.f))) : __logf(1.f + y);
+  return fmaxf(x, 0.f) + l;
+}
+__device__ __forceinline__ float sigmoid(float x) { return __fdividef(1.f, 1.f + __expf(-x)); }
 
 template <int W>
 struct FwdSmem {
@@ -80,11 +88,14 @@ __device__ __forceinline__ int frame_of(const ScanParams& p, int len, int step) 
 // One thread's share of a chunk, raw from global memory: element q is (row j, step k) with
 // j * kChunk + k = threadIdx.x + q * blockDim.x; B/C element q is (state n, step k) likewise.
 // Fetched one chunk ahead so that the loads are in flight while the current chunk is scanned.
-template <int W>
+// The values stay in the input type until they are staged: converting right after the load
+// would stall on it at once (v2 did: bf16 ran slower than fp32); a raw register is only waited
+// for where it is used, one chunk later.
+template <typename T, int W>
 struct ChunkRegs {
   static constexpr int kPer = kRows * kChunk / (32 * W);
-  float u[kPer], delta[kPer], z[kPer], dout[kPer];
-  float B[2], C[2];  // W * kStates * kChunk / (32 * W) = 2
+  T u[kPer], delta[kPer], z[kPer], dout[kPer];
+  T B[2], C[2];  // W * kStates * kChunk / (32 * W) = 2
 };
 
 __device__ __forceinline__ int row_of(int q, int threads) {
@@ -96,22 +107,23 @@ __device__ __forceinline__ int step_of(int q, int threads) {
 
 template <typename T, int W>
 __device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, int64_t b,
-                                            int64_t d0, int c, int len, ChunkRegs<W>& r) {
+                                            int64_t d0, int c, int len, ChunkRegs<T, W>& r) {
   const int64_t L = p.time, Dn = p.channels;
   const int N = static_cast<int>(p.state);
   const T* u = static_cast<const T*>(p.u);
   const T* delta = static_cast<const T*>(p.delta);
   const T* z = static_cast<const T*>(p.z);
+  const T zero = from_float<T>(0.f);
 #pragma unroll
-  for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+  for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
     const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
     const int t = c >= 0 ? frame_of(p, len, c * kChunk + k) : -1;
     const bool ok = d0 + j < Dn && t >= 0;
     const int64_t i = (b * Dn + d0 + j) * L + t;
-    r.u[q] = ok ? to_float(u[i]) : 0.f;
-    r.delta[q] = ok ? to_float(delta[i]) : 0.f;
-    r.z[q] = ok && z ? to_float(z[i]) : 0.f;
-    r.dout[q] = ok && dout ? to_float(dout[i]) : 0.f;
+    r.u[q] = ok ? u[i] : zero;
+    r.delta[q] = ok ? delta[i] : zero;
+    r.z[q] = ok && z ? z[i] : zero;
+    r.dout[q] = ok && dout ? dout[i] : zero;
   }
   const T* Bp = static_cast<const T*>(p.B);
   const T* Cp = static_cast<const T*>(p.C);
@@ -121,32 +133,33 @@ __device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, 
     const int t = c >= 0 ? frame_of(p, len, c * kChunk + k) : -1;
     const bool ok = n < N && t >= 0;
     const int64_t i = (b * N + n) * L + t;
-    r.B[q] = ok ? to_float(Bp[i]) : 0.f;
-    r.C[q] = ok ? to_float(Cp[i]) : 0.f;
+    r.B[q] = ok ? Bp[i] : zero;
+    r.C[q] = ok ? Cp[i] : zero;
   }
 }
 
 // Writes a fetched chunk to shared memory: dt (after bias and softplus), dt*u, u, B, C; zeros
 // past the length (dt = 0: decay 1 and no input, so padding never reaches the state).
-template <int W, typename S>
-__device__ __forceinline__ void stage_chunk(const ScanParams& p, const ChunkRegs<W>& r, S& s,
+template <typename T, int W, typename S>
+__device__ __forceinline__ void stage_chunk(const ScanParams& p, const ChunkRegs<T, W>& r, S& s,
                                             int64_t d0, int c, int len) {
 #pragma unroll
-  for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+  for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
     const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
     const bool ok = d0 + j < p.channels && frame_of(p, len, c * kChunk + k) >= 0;
-    float dt = r.delta[q] + (p.bias && ok ? p.bias[d0 + j] : 0.f);
+    float dt = to_float(r.delta[q]) + (p.bias && ok ? p.bias[d0 + j] : 0.f);
     if (p.softplus) dt = softplus(dt);
     dt = ok ? dt : 0.f;
+    const float u = to_float(r.u[q]);
     s.dt[k][j] = dt;
-    s.dtu[k][j] = dt * r.u[q];
-    s.u[k][j] = r.u[q];
+    s.dtu[k][j] = dt * u;
+    s.u[k][j] = u;
   }
 #pragma unroll
   for (int q = 0; q < 2; ++q) {
     const int n = row_of(q, 32 * W), k = step_of(q, 32 * W);
-    s.B[k][n] = r.B[q];
-    s.C[k][n] = r.C[q];
+    s.B[k][n] = to_float(r.B[q]);
+    s.C[k][n] = to_float(r.C[q]);
   }
 }
 
@@ -193,10 +206,10 @@ __global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, Scan
   T* out = static_cast<T*>(io.out);
   (void)A;
   const int chunks = (len + kChunk - 1) / kChunk;
-  ChunkRegs<W> cur, next;
+  ChunkRegs<T, W> cur, next;
   fetch_chunk<T, W>(p, nullptr, b, d0, 0, len, cur);
   for (int c = 0; c < chunks; ++c) {
-    stage_chunk<W>(p, cur, s, d0, c, len);
+    stage_chunk<T, W>(p, cur, s, d0, c, len);
     __syncthreads();
     fetch_chunk<T, W>(p, nullptr, b, d0, c + 1 < chunks ? c + 1 : -1, len, next);
 #pragma unroll
@@ -220,14 +233,15 @@ __global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, Scan
     }
     __syncthreads();
 #pragma unroll
-    for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+    for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
       const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
       const int t = frame_of(p, len, c * kChunk + k);
       if (d0 + j >= Dn || t < 0) continue;
       float y = p.D ? p.D[d0 + j] * s.u[k][j] : 0.f;
 #pragma unroll
       for (int v = 0; v < W; ++v) y += s.yp[k][v][j];
-      if (z != nullptr) y *= cur.z[q] * sigmoid(cur.z[q]);
+      const float zq = to_float(cur.z[q]);
+      if (z != nullptr) y *= zq * sigmoid(zq);
       out[(b * Dn + d0 + j) * L + t] = from_float<T>(y);
     }
     __syncthreads();
@@ -358,18 +372,18 @@ __global__ void __launch_bounds__(32 * W) scan_backward_kernel(ScanParams p, Sca
   float dD = 0.f;
   if (threadIdx.x < kRows) s.dbias[threadIdx.x] = 0.f;
   const T* dout = static_cast<const T*>(io.dout);
-  ChunkRegs<W> cur, next;
+  ChunkRegs<T, W> cur, next;
   float h0_next[kStates];
   const int last = (len + kChunk - 1) / kChunk - 1;
   fetch_chunk<T, W>(p, dout, b, d0, last, len, cur);
   load_start_state(p, io.checkpoints, b, d, last, h0);
   for (int c = last; c >= 0; --c) {
-    stage_chunk<W>(p, cur, s, d0, c, len);
+    stage_chunk<T, W>(p, cur, s, d0, c, len);
 #pragma unroll
-    for (int q = 0; q < ChunkRegs<W>::kPer; ++q) {
+    for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
       const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
-      s.dy[k][j] = cur.dout[q];
-      s.z[k][j] = cur.z[q];
+      s.dy[k][j] = to_float(cur.dout[q]);
+      s.z[k][j] = to_float(cur.z[q]);
     }
     __syncthreads();
     fetch_chunk<T, W>(p, dout, b, d0, c - 1, len, next);
