@@ -98,6 +98,25 @@ struct ChunkRegs {
   T B[2], C[2];  // W * kStates * kChunk / (32 * W) = 2
 };
 
+// A thread's elements keep their channel from chunk to chunk: its delta_bias and D values are
+// loaded once, not once per chunk (each such load stalled the staging and the output loop).
+template <int W>
+struct RowConstants {
+  float bias[ChunkRegs<float, W>::kPer], D[ChunkRegs<float, W>::kPer];
+};
+
+template <int W>
+__device__ __forceinline__ RowConstants<W> load_row_constants(const ScanParams& p, int64_t d0) {
+  RowConstants<W> rc;
+#pragma unroll
+  for (int q = 0; q < ChunkRegs<float, W>::kPer; ++q) {
+    const int64_t d = d0 + (threadIdx.x + q * 32 * W) / kChunk;
+    rc.bias[q] = p.bias && d < p.channels ? p.bias[d] : 0.f;
+    rc.D[q] = p.D && d < p.channels ? p.D[d] : 0.f;
+  }
+  return rc;
+}
+
 __device__ __forceinline__ int row_of(int q, int threads) {
   return (threadIdx.x + q * threads) / kChunk;
 }
@@ -141,13 +160,15 @@ __device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, 
 // Writes a fetched chunk to shared memory: dt (after bias and softplus), dt*u, u, B, C; zeros
 // past the length (dt = 0: decay 1 and no input, so padding never reaches the state).
 template <typename T, int W, typename S>
-__device__ __forceinline__ void stage_chunk(const ScanParams& p, const ChunkRegs<T, W>& r, S& s,
-                                            int64_t d0, int c, int len) {
+__device__ __forceinline__ void stage_chunk(const ScanParams& p, const ChunkRegs<T, W>& r,
+                                            const RowConstants<W>* rc, S& s, int64_t d0, int c,
+                                            int len) {
 #pragma unroll
   for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
     const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
     const bool ok = d0 + j < p.channels && frame_of(p, len, c * kChunk + k) >= 0;
-    float dt = to_float(r.delta[q]) + (p.bias && ok ? p.bias[d0 + j] : 0.f);
+    // rc: the forward's hoisted biases; null in the backward, whose registers are all taken.
+    float dt = to_float(r.delta[q]) + (rc ? rc->bias[q] : (p.bias && ok ? p.bias[d0 + j] : 0.f));
     if (p.softplus) dt = softplus(dt);
     dt = ok ? dt : 0.f;
     const float u = to_float(r.u[q]);
@@ -206,10 +227,11 @@ __global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, Scan
   T* out = static_cast<T*>(io.out);
   (void)A;
   const int chunks = (len + kChunk - 1) / kChunk;
+  const RowConstants<W> rc = load_row_constants<W>(p, d0);
   ChunkRegs<T, W> cur, next;
   fetch_chunk<T, W>(p, nullptr, b, d0, 0, len, cur);
   for (int c = 0; c < chunks; ++c) {
-    stage_chunk<T, W>(p, cur, s, d0, c, len);
+    stage_chunk<T, W>(p, cur, &rc, s, d0, c, len);
     __syncthreads();
     fetch_chunk<T, W>(p, nullptr, b, d0, c + 1 < chunks ? c + 1 : -1, len, next);
 #pragma unroll
@@ -237,7 +259,7 @@ __global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, Scan
       const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
       const int t = frame_of(p, len, c * kChunk + k);
       if (d0 + j >= Dn || t < 0) continue;
-      float y = p.D ? p.D[d0 + j] * s.u[k][j] : 0.f;
+      float y = rc.D[q] * s.u[k][j];
 #pragma unroll
       for (int v = 0; v < W; ++v) y += s.yp[k][v][j];
       const float zq = to_float(cur.z[q]);
@@ -378,7 +400,7 @@ __global__ void __launch_bounds__(32 * W) scan_backward_kernel(ScanParams p, Sca
   fetch_chunk<T, W>(p, dout, b, d0, last, len, cur);
   load_start_state(p, io.checkpoints, b, d, last, h0);
   for (int c = last; c >= 0; --c) {
-    stage_chunk<T, W>(p, cur, s, d0, c, len);
+    stage_chunk<T, W>(p, cur, nullptr, s, d0, c, len);
 #pragma unroll
     for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
       const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
