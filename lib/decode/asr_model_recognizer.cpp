@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "decode/model_scorers.h"
 #include "models/encoder.h"
+#include "nn/conv_frontend.h"
 #include "text/tokenizer.h"
 
 namespace masr::decode {
@@ -24,6 +25,10 @@ AsrModelRecognizer::AsrModelRecognizer(std::shared_ptr<models::AsrModel> model)
   }
   for (int id = 0; id < tokenizer->vocab_size(); ++id)
     pieces_.push_back(tokenizer->id_to_piece(id));
+  // The encoder frame shift: the feature hop times the front end's time stride (exact; the ratio
+  // of feature to encoder frames of one batch rounds, drifting by a frame every few seconds).
+  frame_seconds_ = model_->fbank().config().hop_length_ms / 1000.0 *
+                   static_cast<double>(model_->cnn().time_stride());
   model_->eval();
 }
 
@@ -32,11 +37,6 @@ std::pair<at::Tensor, at::Tensor> AsrModelRecognizer::encode(const at::Tensor& w
   const auto device = model_->device();
   const at::Tensor feats = model_->features(wavs.to(device), rel_lens.to(device));
   models::Encoded encoded = model_->encode(feats, rel_lens.to(device));
-  if (encoded.out.size(1) > 0) {
-    const double hop = model_->fbank().config().hop_length_ms / 1000.0;
-    frame_seconds_ =
-        hop * static_cast<double>(feats.size(1)) / static_cast<double>(encoded.out.size(1));
-  }
   return {encoded.out, encoded.lengths};
 }
 

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 
@@ -14,14 +15,25 @@
 namespace masr::decode {
 namespace {
 
+// MASR_WORD_START_SHIFT (seconds) replaces kCtcWordStartShift: how the shift is measured
+// (scripts/check_word_timestamps.py with 0) and how a model with other timing is served.
+double word_start_shift() {
+  static const double shift = [] {
+    const char* env = std::getenv("MASR_WORD_START_SHIFT");
+    return env != nullptr && *env != '\0' ? std::atof(env) : kCtcWordStartShift;
+  }();
+  return shift;
+}
+
 Transcript make_transcript(const RecognitionModel& model, const CtcHypothesis& hyp,
                            const std::vector<std::string>& pieces) {
+  const double start_shift = word_start_shift();
   Transcript t;
   t.tokens = hyp.tokens;
   t.text = model.detokenize(hyp.tokens);
   t.score = hyp.score;
   if (!hyp.start_frames.empty() || hyp.tokens.empty()) {
-    t.words = word_timings(hyp, pieces, model.frame_seconds());
+    t.words = word_timings(hyp, pieces, model.frame_seconds(), start_shift);
   }
   return t;
 }

@@ -33,7 +33,8 @@ std::vector<Cue> cues(const Transcript& t, int max_words) {
 }  // namespace
 
 std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
-                                     const std::vector<std::string>& pieces, double frame_seconds) {
+                                     const std::vector<std::string>& pieces, double frame_seconds,
+                                     double start_shift) {
   const bool sentencepiece = std::any_of(pieces.begin(), pieces.end(), [](const std::string& p) {
     return p.rfind(kSpaceMark, 0) == 0;
   });
@@ -61,7 +62,8 @@ std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
     }
     if (piece.empty()) continue;
     if (!open) {
-      words.push_back({"", hyp.start_frames[i] * frame_seconds, 0.0, 0.0});
+      words.push_back(
+          {"", std::max(0.0, hyp.start_frames[i] * frame_seconds - start_shift), 0.0, 0.0});
       open = true;
     }
     words.back().word += piece;

@@ -75,6 +75,12 @@ ConvolutionFrontEndImpl::ConvolutionFrontEndImpl(const ConvFrontEndConfig& confi
   dropout_ = register_module("dropout", torch::nn::Dropout(config.dropout));
 }
 
+int64_t ConvolutionFrontEndImpl::time_stride() const {
+  int64_t stride = 1;
+  for (const int64_t s : config_.strides) stride *= s;
+  return stride;
+}
+
 at::Tensor ConvolutionFrontEndImpl::forward(const at::Tensor& features) {
   if (features.dim() != 3 || features.size(2) != config_.in_features) {
     throw_input_error("ConvolutionFrontEnd: expected features (batch, time, " +

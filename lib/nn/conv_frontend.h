@@ -40,6 +40,9 @@ struct ConvolutionFrontEndImpl : torch::nn::Module {
   // Frames after the front end for each input length: T' = floor((T + 2p - d(k-1) - 1)/s) + 1.
   at::Tensor output_lengths(const at::Tensor& lengths) const;
   int64_t output_size() const { return out_freq_ * config_.out_channels.back(); }
+  // Input frames per output frame: the product of the blocks' strides (4 for Mamba-ASR's two
+  // stride-2 blocks), the exact frame shift ratio that output_lengths() rounds.
+  int64_t time_stride() const;
 
  private:
   struct Layer {

@@ -71,11 +71,13 @@ TEST_CASE("decode_batch: every search on a spelled batch, batched equals one at 
     INFO(search);
     CHECK(both[0].text == "a b a");
     CHECK(both[1].text == "b");
-    // Words timed from the CTC alignment, 40 ms frames: a [0, 2), b [3, 4), a [5, 6).
+    // Words timed from the CTC alignment, 40 ms frames: a [0, 2), b [3, 4), a [5, 6); starts
+    // moved earlier by the CTC start shift (kCtcWordStartShift), never below 0.
     REQUIRE(both[0].words.size() == 3);
+    CHECK(both[0].words[0].start == 0.0);
     CHECK(both[0].words[0].end == Approx(0.08));
-    CHECK(both[0].words[1].start == Approx(0.12));
-    CHECK(both[0].words[2].start == Approx(0.20));
+    CHECK(both[0].words[1].start == Approx(0.12 - kCtcWordStartShift));
+    CHECK(both[0].words[2].start == Approx(0.20 - kCtcWordStartShift));
     const auto alone = decode_batch(model, {&second}, config);
     CHECK(alone[0].text == both[1].text);
     CHECK(alone[0].score == Approx(both[1].score).epsilon(1e-4));

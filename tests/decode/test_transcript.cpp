@@ -35,6 +35,25 @@ TEST_CASE("Word timings group SentencePiece tokens into words", "[decode]") {
                     Catch::Contains("token 9 has no piece (5 pieces)"));
 }
 
+TEST_CASE("Word starts move earlier by the CTC start shift, never below zero", "[decode]") {
+  // tokens: ▁A (frames [1,2)), ▁BC ([5,6) and [7,9)); 40 ms frames, a 0.052 s shift:
+  // A starts at max(0, 0.04 - 0.052) = 0, BC at 0.20 - 0.052 = 0.148; ends do not move.
+  const std::vector<std::string> pieces = {"<blank>", kMark + "A", kMark + "B", "C"};
+  CtcHypothesis hyp;
+  hyp.tokens = {1, 2, 3};
+  hyp.start_frames = {1, 5, 7};
+  hyp.end_frames = {2, 6, 9};
+  hyp.token_logp = {0, 0, 0};
+  const auto words = word_timings(hyp, pieces, 0.04, 0.052);
+  REQUIRE(words.size() == 2);
+  CHECK(words[0].start == 0.0);
+  CHECK(words[0].end == Approx(0.08));
+  CHECK(words[1].start == Approx(0.148));
+  CHECK(words[1].end == Approx(0.36));
+  CHECK(kCtcWordStartShift > 0.0);
+  CHECK(kCtcWordStartShift < 0.1);
+}
+
 TEST_CASE("Character vocabularies separate words with the space piece", "[decode]") {
   const std::vector<std::string> pieces = {"<blank>", "A", "B", " "};
   CtcHypothesis hyp;
