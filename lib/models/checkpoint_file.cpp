@@ -72,6 +72,23 @@ std::string pickle_state(const std::vector<std::pair<std::string, at::Tensor>>& 
   return std::string(bytes.begin(), bytes.end());
 }
 
+// LibTorch 1.13's set_ compares a tensor's extent with its storage without guarding the
+// arithmetic against overflow; the storage's own size pickle_problem checked against its record.
+bool within_storage(const at::Tensor& t) {
+  if (t.numel() == 0) return true;
+  const uint64_t capacity = t.storage().nbytes() / t.element_size();  // elements
+  if (t.storage_offset() < 0 || static_cast<uint64_t>(t.storage_offset()) >= capacity) return false;
+  uint64_t last = static_cast<uint64_t>(t.storage_offset());
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) < 0) return false;
+    const auto stride = static_cast<uint64_t>(t.stride(d));
+    const auto steps = static_cast<uint64_t>(t.size(d) - 1);
+    if (stride != 0 && steps > (capacity - 1 - last) / stride) return false;
+    last += stride * steps;
+  }
+  return true;
+}
+
 std::vector<std::pair<std::string, at::Tensor>> unpickle_state(const std::string& bytes,
                                                                const std::string& path) {
   // LibTorch 1.13's unpickler trusts its input (fuzz/fuzz_checkpoint crashed it): check first.
@@ -90,6 +107,12 @@ std::vector<std::pair<std::string, at::Tensor>> unpickle_state(const std::string
   } catch (const std::exception& e) {  // bad_alloc, length_error: still this file's fault
     throw_input_error("model file '" + path +
                       "': the state section cannot be read (corrupt): " + e.what());
+  }
+  for (const auto& [name, tensor] : state) {
+    if (!within_storage(tensor)) {
+      throw_input_error("model file '" + path + "': the state section is corrupt (tensor '" + name +
+                        "' reaches past its storage)");
+    }
   }
   return state;
 }

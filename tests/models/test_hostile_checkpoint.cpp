@@ -145,7 +145,7 @@ TEST_CASE("hostile model files: sections that lie about their sizes, with a vali
     REQUIRE(state_at != std::string::npos);
     for (size_t i = state_at; i < state_at + 64; ++i) forged[i] = 'x';
     write_bytes(bad, with_fixed_crc(forged));
-    CHECK_THAT(load_error(bad), Contains(bad) && Contains("state section cannot be read"));
+    CHECK_THAT(load_error(bad), Contains(bad) && Contains("state section is corrupt"));
   }
   SECTION("a pickle declaring a 2 GB string (LibTorch would allocate it before reading)") {
     masr::models::CheckpointData data;
