@@ -4,12 +4,14 @@
 #include "models/pickle_check.h"
 
 #include <c10/util/Exception.h>
-#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <vector>
@@ -21,7 +23,7 @@ using caffe2::serialize::PyTorchStreamReader;
 
 uint64_t get_le(const std::string& in, size_t at, size_t bytes) {
   uint64_t v = 0;
-  for (size_t i = 0; i < bytes; ++i)
+  for (size_t i = 0; i < bytes && at + i < in.size(); ++i)  // bytes past the end read as 0
     v |= static_cast<uint64_t>(static_cast<uint8_t>(in[at + i])) << (8 * i);
   return v;
 }
@@ -76,6 +78,49 @@ size_t storage_item_size(const std::string& global) {
       {"torch.ComplexFloatStorage", 8}, {"torch.ComplexDoubleStorage", 16}};
   const auto it = sizes.find(global);
   return it == sizes.end() ? 0 : it->second;
+}
+
+// LibTorch's zip reader allocates a record's declared uncompressed size before inflating it, so
+// a deflated record declaring 4 GB in a 1 KB file makes it allocate 4 GB (LibTorch's writer only
+// stores records). Returns the first record declaring more bytes than the whole archive holds,
+// from the central directory found as miniz finds it: the last end-of-central-directory record,
+// or the zip64 record its locator points to.
+std::string oversized_record(const std::string& zip) {
+  const size_t n = zip.size();
+  size_t eocd = zip.rfind("PK\x05\x06");
+  while (eocd != std::string::npos && n - eocd < 22) {
+    eocd = eocd == 0 ? std::string::npos : zip.rfind("PK\x05\x06", eocd - 1);
+  }
+  if (eocd == std::string::npos) return "";  // LibTorch's reader refuses the archive itself
+  uint64_t entries = get_le(zip, eocd + 10, 2), at = get_le(zip, eocd + 16, 4);
+  if (eocd >= 76 && get_le(zip, eocd - 20, 4) == 0x07064b50) {  // the zip64 locator
+    const uint64_t z64 = get_le(zip, eocd - 12, 8);
+    if (z64 <= n - 56 && get_le(zip, z64, 4) == 0x06064b50) {
+      entries = get_le(zip, z64 + 32, 8);
+      at = get_le(zip, z64 + 48, 8);
+    }
+  }
+  for (uint64_t e = 0; e < entries && at <= n && n - at >= 46; ++e) {
+    if (get_le(zip, at, 4) != 0x02014b50) break;
+    const size_t name = get_le(zip, at + 28, 2), extra = get_le(zip, at + 30, 2);
+    const size_t comment = get_le(zip, at + 32, 2);
+    if (n - at - 46 < name + extra) break;
+    uint64_t size = get_le(zip, at + 24, 4);
+    if (size == 0xFFFFFFFFu) {  // the 64-bit size is the first value of the zip64 extra field
+      for (size_t x = at + 46 + name; x + 4 <= at + 46 + name + extra;) {
+        const size_t id = get_le(zip, x, 2), length = get_le(zip, x + 2, 2);
+        if (id == 1 && length >= 8 && x + 12 <= at + 46 + name + extra)
+          size = get_le(zip, x + 4, 8);
+        x += 4 + length;
+      }
+    }
+    if (size > n) {
+      return "its zip record '" + zip.substr(at + 46, name) + "' declares " + std::to_string(size) +
+             " bytes, in an archive of " + std::to_string(n);
+    }
+    at += 46 + name + extra + comment;
+  }
+  return "";
 }
 
 class PickleWalk {
@@ -329,14 +374,33 @@ class PickleWalk {
   std::map<std::string, size_t> record_sizes_;
 };
 
+// LibTorch's MemoryReadAdapter copies whatever range miniz asks for, past the buffer's end too:
+// a forged end-of-central-directory record pointing beyond the file made it read freed memory
+// (a fuzzing finding). This one copies only what exists and reports the short read, which miniz
+// turns into an error.
+class BoundedReadAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BoundedReadAdapter(const std::string& bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= bytes_.size()) return 0;
+    const size_t available = std::min<uint64_t>(n, bytes_.size() - pos);
+    std::memcpy(buf, bytes_.data() + pos, available);
+    return available;
+  }
+
+ private:
+  const std::string& bytes_;
+};
+
 }  // namespace
 
 std::string pickle_problem(const std::string& zip) {
   // The same reader torch::pickle_load opens (records found through the zip's central
   // directory), so the walk sees exactly the bytes LibTorch's unpickler will.
+  if (std::string problem = oversized_record(zip); !problem.empty()) return problem;
   try {
-    PyTorchStreamReader archive(std::make_shared<caffe2::serialize::MemoryReadAdapter>(
-        zip.data(), static_cast<off_t>(zip.size())));
+    PyTorchStreamReader archive(std::make_shared<BoundedReadAdapter>(zip));
     const auto [data, size] = archive.getRecord("data.pkl");
     const std::string pickle(static_cast<const char*>(data.get()), size);
     return PickleWalk(pickle, archive).run();

@@ -85,6 +85,21 @@ TEST_CASE("hostile pickles: the fuzzer's unpickler segfault is refused", "[check
                  Contains("its pickle's stack underflows (at byte 2)"));
 }
 
+TEST_CASE("hostile pickles: a zip directory pointing past the file is refused, not read",
+          "[checkpoint][pickle]") {
+  // fuzz_checkpoint found it: miniz asked LibTorch's MemoryReadAdapter for bytes beyond the
+  // buffer, which it copied from freed memory (ASan: heap-use-after-free, then SEGV). The check
+  // now reads through an adapter that returns only the bytes that exist.
+  masr::testing::TempDir dir("hostile_pickle_past_end");
+  const std::string kept =
+      std::string(MASR_SOURCE_DIR) + "/fuzz/corpus/checkpoint/crash_read_past_end";
+  const std::string path = dir.file("past_end.masr");
+  const std::string error = load_error(path, bytes_of(kept));
+  INFO(error);
+  CHECK_THAT(error, Contains(path) && Contains("state section is corrupt") &&
+                        Contains("file read failed"));
+}
+
 TEST_CASE("hostile pickles: each class LibTorch's unpickler does not check is refused",
           "[checkpoint][pickle]") {
   masr::testing::TempDir dir("hostile_pickle");
