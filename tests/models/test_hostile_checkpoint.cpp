@@ -16,6 +16,7 @@
 #include "../text/text_corpus.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "model_file_bytes.h"
 #include "models/checkpoint.h"
 #include "text/tokenizer.h"
 #include "tiny_asr.h"
@@ -26,24 +27,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-// zlib's CRC-32, to forge files whose checksum is right but whose sections lie.
-uint32_t crc32(const std::string& bytes, size_t size) {
-  uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i) {
-    crc ^= static_cast<uint8_t>(bytes[i]);
-    for (int k = 0; k < 8; ++k) crc = (crc & 1) ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
-  }
-  return crc ^ 0xFFFFFFFFu;
-}
+using masr::testing::bytes_of;
+using masr::testing::crc32;
+using masr::testing::write_bytes;
 
 void put_le(std::string& bytes, size_t at, uint64_t value, int width) {
   for (int i = 0; i < width; ++i) bytes[at + i] = static_cast<char>((value >> (8 * i)) & 0xFF);

@@ -11,29 +11,16 @@
 
 #include "../text/text_corpus.h"
 #include "core/error.h"
+#include "model_file_bytes.h"
 #include "models/checkpoint.h"
 
 using Catch::Contains;
 
 namespace {
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-uint32_t crc32(const std::string& bytes, size_t size) {
-  uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i) {
-    crc ^= static_cast<uint8_t>(bytes[i]);
-    for (int k = 0; k < 8; ++k) crc = (crc & 1) ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
-  }
-  return crc ^ 0xFFFFFFFFu;
-}
+using masr::testing::bytes_of;
+using masr::testing::crc32;
+using masr::testing::write_bytes;
 
 // Writes `bytes` with the model file's CRC-32 fixed, and returns the load error ("" if none).
 std::string load_error(const std::string& path, std::string bytes) {
