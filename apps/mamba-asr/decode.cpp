@@ -281,6 +281,11 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--word-bonus", o.config.ctc.word_insertion_bonus,
                   "ctc-beam: word insertion bonus")
       ->capture_default_str();
+  cmd->add_option("--word-start-shift", o.config.word_start_shift,
+                  "Seconds word start times are moved earlier (CTC emits a word's first token "
+                  "after its onset; 0.052 measured for the bundled model, docs/timestamps.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1.0, 1.0));
   cmd->add_option("--rescore-ctc-weight", o.config.rescoring.ctc_weight,
                   "rescore: CTC score weight")
       ->capture_default_str();

@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <cmath>
 #include <limits>
 #include <memory>
 
@@ -15,25 +15,16 @@
 namespace masr::decode {
 namespace {
 
-// MASR_WORD_START_SHIFT (seconds) replaces kCtcWordStartShift: how the shift is measured
-// (scripts/check_word_timestamps.py with 0) and how a model with other timing is served.
-double word_start_shift() {
-  static const double shift = [] {
-    const char* env = std::getenv("MASR_WORD_START_SHIFT");
-    return env != nullptr && *env != '\0' ? std::atof(env) : kCtcWordStartShift;
-  }();
-  return shift;
-}
-
 Transcript make_transcript(const RecognitionModel& model, const CtcHypothesis& hyp,
-                           const std::vector<std::string>& pieces) {
-  const double start_shift = word_start_shift();
+                           const std::vector<std::string>& pieces, double start_shift,
+                           size_t samples) {
   Transcript t;
   t.tokens = hyp.tokens;
   t.text = model.detokenize(hyp.tokens);
   t.score = hyp.score;
   if (!hyp.start_frames.empty() || hyp.tokens.empty()) {
-    t.words = word_timings(hyp, pieces, model.frame_seconds(), start_shift);
+    t.words = word_timings(hyp, pieces, model.frame_seconds(), start_shift,
+                           static_cast<double>(samples) / model.sample_rate());
   }
   return t;
 }
@@ -49,6 +40,10 @@ void DecodeConfig::validate() const {
   ctc.validate();
   s2s.validate();
   if (decoder_temperature <= 0) throw_config_error("decode: decoder temperature must be > 0");
+  if (!(std::abs(word_start_shift) <= 1.0)) {
+    throw_config_error("decode: word start shift must be between -1 and 1 seconds, not " +
+                       std::to_string(word_start_shift));
+  }
 }
 
 std::string resolve_search(const DecodeConfig& config, const RecognitionModel& model) {
@@ -140,9 +135,12 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
   const at::Tensor lens_cpu = lens.to(at::kCPU, at::kLong);
   const std::vector<std::string> pieces = model.pieces();
   std::vector<Transcript> out;
+  auto transcript = [&](const CtcHypothesis& hyp) {
+    return make_transcript(model, hyp, pieces, config.word_start_shift,
+                           waveforms[out.size()]->size());
+  };
   if (search == "greedy") {
-    for (const auto& hyp : ctc_greedy_search(ctc, lens))
-      out.push_back(make_transcript(model, hyp, pieces));
+    for (const auto& hyp : ctc_greedy_search(ctc, lens)) out.push_back(transcript(hyp));
     return out;
   }
   const DecoderFn decoder_fn = [&model](const at::Tensor& e, const at::Tensor& l,
@@ -165,7 +163,7 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
           ranked.push_back(r.hyp);
         if (static_cast<int64_t>(ranked.size()) > config.ctc.nbest) ranked.resize(config.ctc.nbest);
       }
-      out.push_back(ranked.empty() ? Transcript() : make_transcript(model, ranked[0], pieces));
+      out.push_back(ranked.empty() ? Transcript() : transcript(ranked[0]));
       for (const auto& hyp : ranked)
         out.back().nbest.emplace_back(model.detokenize(hyp.tokens), hyp.score);
     }
@@ -183,7 +181,7 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
     const int64_t frames = lens_cpu[b].item<int64_t>();
     CtcHypothesis hyp = ctc_forced_align(ctc_cpu[b].narrow(0, 0, frames), best, config.s2s.blank);
     hyp.score = results[b].empty() ? 0.0 : results[b][0].score;
-    out.push_back(make_transcript(model, hyp, pieces));
+    out.push_back(transcript(hyp));
     for (const auto& h : results[b])
       out.back().nbest.emplace_back(model.detokenize(h.tokens), h.score);
   }

@@ -34,7 +34,7 @@ std::vector<Cue> cues(const Transcript& t, int max_words) {
 
 std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
                                      const std::vector<std::string>& pieces, double frame_seconds,
-                                     double start_shift) {
+                                     double start_shift, double duration) {
   const bool sentencepiece = std::any_of(pieces.begin(), pieces.end(), [](const std::string& p) {
     return p.rfind(kSpaceMark, 0) == 0;
   });
@@ -62,12 +62,12 @@ std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
     }
     if (piece.empty()) continue;
     if (!open) {
-      words.push_back(
-          {"", std::max(0.0, hyp.start_frames[i] * frame_seconds - start_shift), 0.0, 0.0});
+      const double start = hyp.start_frames[i] * frame_seconds - start_shift;
+      words.push_back({"", std::clamp(start, 0.0, std::max(0.0, duration)), 0.0, 0.0});
       open = true;
     }
     words.back().word += piece;
-    words.back().end = hyp.end_frames[i] * frame_seconds;
+    words.back().end = std::min(hyp.end_frames[i] * frame_seconds, std::max(0.0, duration));
     logp_sum += i < hyp.token_logp.size() ? hyp.token_logp[i] : 0.0;
     ++count;
   }

@@ -3,6 +3,7 @@
 // alignment, and the output formats (Kaldi "ID TEXT", JSON lines, SRT, WebVTT, CTM).
 #pragma once
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,10 +23,13 @@ struct WordTiming {
 // the vocabulary, the piece " " separates words) and times each word from its first token's first
 // frame to its last token's last frame. frame_seconds: the encoder frame shift (0.04 for the
 // Mamba-ASR front end). start_shift: seconds subtracted from each word's start (never below 0),
-// see kCtcWordStartShift. Pieces must cover every token id (an input error otherwise).
+// see kCtcWordStartShift. duration: the audio's length; no time lies past it (the encoder's last
+// frame can reach up to a frame beyond the audio). Pieces must cover every token id (an input
+// error otherwise).
 std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
                                      const std::vector<std::string>& pieces, double frame_seconds,
-                                     double start_shift = 0.0);
+                                     double start_shift = 0.0,
+                                     double duration = std::numeric_limits<double>::infinity());
 
 // A CTC model emits a word's first token a little after the word's sound begins (the spike sits
 // where the model is sure, not at the onset), so raw start times are late by a roughly constant

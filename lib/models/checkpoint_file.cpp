@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/crc32.h"
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/pickle_check.h"
@@ -25,23 +26,6 @@ constexpr char kEndMagic[] = "MASR_END";
 constexpr size_t kMagicSize = 8;
 constexpr size_t kHeaderSize = kMagicSize + 4 + 4;
 constexpr size_t kTrailerSize = 4 + kMagicSize;
-
-uint32_t crc32(const std::string& bytes, size_t size) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i) {
-    crc = table[(crc ^ static_cast<uint8_t>(bytes[i])) & 0xFF] ^ (crc >> 8);
-  }
-  return crc ^ 0xFFFFFFFFu;
-}
 
 void put_u32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -70,51 +54,6 @@ std::string pickle_state(const std::vector<std::pair<std::string, at::Tensor>>& 
   }
   const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
   return std::string(bytes.begin(), bytes.end());
-}
-
-// LibTorch 1.13's set_ compares a tensor's extent with its storage without guarding the
-// arithmetic against overflow; the storage's own size pickle_problem checked against its record.
-bool within_storage(const at::Tensor& t) {
-  if (t.numel() == 0) return true;
-  const uint64_t capacity = t.storage().nbytes() / t.element_size();  // elements
-  if (t.storage_offset() < 0 || static_cast<uint64_t>(t.storage_offset()) >= capacity) return false;
-  uint64_t last = static_cast<uint64_t>(t.storage_offset());
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.stride(d) < 0) return false;
-    const auto stride = static_cast<uint64_t>(t.stride(d));
-    const auto steps = static_cast<uint64_t>(t.size(d) - 1);
-    if (stride != 0 && steps > (capacity - 1 - last) / stride) return false;
-    last += stride * steps;
-  }
-  return true;
-}
-
-std::vector<std::pair<std::string, at::Tensor>> unpickle_state(const std::string& bytes,
-                                                               const std::string& path) {
-  // LibTorch 1.13's unpickler trusts its input (fuzz/fuzz_checkpoint crashed it): check first.
-  if (const std::string problem = pickle_problem(bytes); !problem.empty()) {
-    throw_input_error("model file '" + path + "': the state section is corrupt (" + problem + ")");
-  }
-  std::vector<std::pair<std::string, at::Tensor>> state;
-  try {
-    const c10::IValue value = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-    for (const auto& entry : value.toGenericDict()) {
-      state.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
-    }
-  } catch (const c10::Error& e) {
-    throw_input_error("model file '" + path + "': the state section cannot be read (corrupt): " +
-                      std::string(e.what_without_backtrace()));
-  } catch (const std::exception& e) {  // bad_alloc, length_error: still this file's fault
-    throw_input_error("model file '" + path +
-                      "': the state section cannot be read (corrupt): " + e.what());
-  }
-  for (const auto& [name, tensor] : state) {
-    if (!within_storage(tensor)) {
-      throw_input_error("model file '" + path + "': the state section is corrupt (tensor '" + name +
-                        "' reaches past its storage)");
-    }
-  }
-  return state;
 }
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& why) {
@@ -168,7 +107,7 @@ void write_checkpoint(const std::string& path, const CheckpointData& data) {
   put_section(out, "hparams.yaml", data.hparams_yaml);
   put_section(out, "state", pickle_state(data.state));
   if (!data.tokenizer_model.empty()) put_section(out, "tokenizer.model", data.tokenizer_model);
-  put_u32(out, crc32(out, out.size()));
+  put_u32(out, crc32(out));
   out.append(kEndMagic, kMagicSize);
   write_file_atomically(path, out);
 }
@@ -193,7 +132,7 @@ CheckpointData read_checkpoint(const std::string& path) {
   }
   const size_t body = bytes.size() - kTrailerSize;
   const uint32_t stored = static_cast<uint32_t>(get_le(bytes, body, 4));
-  if (crc32(bytes, body) != stored) bad_file(path, "corrupt: the checksum does not match");
+  if (crc32(bytes.data(), body) != stored) bad_file(path, "corrupt: the checksum does not match");
 
   auto sections = parse_sections(bytes, path);
   for (const char* name : {"model_type", "hparams.yaml", "state"}) {
@@ -202,7 +141,7 @@ CheckpointData read_checkpoint(const std::string& path) {
   CheckpointData data;
   data.model_type = sections["model_type"];
   data.hparams_yaml = sections["hparams.yaml"];
-  data.state = unpickle_state(sections["state"], path);
+  data.state = load_pickled_tensors(sections["state"], "model file '" + path + "': the state section");
   data.tokenizer_model = sections["tokenizer.model"];
   return data;
 }

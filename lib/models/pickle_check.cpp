@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
+#include <torch/serialize.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +16,8 @@
 #include <map>
 #include <memory>
 #include <vector>
+
+#include "core/error.h"
 
 namespace masr::models {
 namespace {
@@ -393,7 +396,55 @@ class BoundedReadAdapter final : public caffe2::serialize::ReadAdapterInterface 
   const std::string& bytes_;
 };
 
+// LibTorch 1.13's set_ compares a tensor's extent with its storage without guarding the
+// arithmetic against overflow; the storage's own size pickle_problem checked against its record.
+bool within_storage(const at::Tensor& t) {
+  if (t.numel() == 0) return true;
+  const uint64_t capacity = t.storage().nbytes() / t.element_size();  // elements
+  if (t.storage_offset() < 0 || static_cast<uint64_t>(t.storage_offset()) >= capacity) return false;
+  uint64_t last = static_cast<uint64_t>(t.storage_offset());
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) < 0) return false;
+    const auto stride = static_cast<uint64_t>(t.stride(d));
+    const auto steps = static_cast<uint64_t>(t.size(d) - 1);
+    if (stride != 0 && steps > (capacity - 1 - last) / stride) return false;
+    last += stride * steps;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, at::Tensor>> load_pickled_tensors(const std::string& zip,
+                                                                     const std::string& what) {
+  // LibTorch 1.13's unpickler trusts its input (fuzz/fuzz_checkpoint crashed it): check first.
+  if (const std::string problem = pickle_problem(zip); !problem.empty()) {
+    throw_input_error(what + " is corrupt (" + problem + ")");
+  }
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  try {
+    const c10::IValue value = torch::pickle_load(std::vector<char>(zip.begin(), zip.end()));
+    if (!value.isGenericDict()) throw_input_error(what + " is corrupt (not a dict of tensors)");
+    for (const auto& entry : value.toGenericDict()) {
+      if (!entry.key().isString() || !entry.value().isTensor()) {
+        throw_input_error(what + " is corrupt (not a dict of name -> tensor)");
+      }
+      tensors.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
+    }
+  } catch (const c10::Error& e) {
+    throw_input_error(what + " cannot be read (corrupt): " + e.what_without_backtrace());
+  } catch (const masr::Error&) {
+    throw;
+  } catch (const std::exception& e) {  // bad_alloc, length_error: still this input's fault
+    throw_input_error(what + " cannot be read (corrupt): " + e.what());
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (!within_storage(tensor)) {
+      throw_input_error(what + " is corrupt (tensor '" + name + "' reaches past its storage)");
+    }
+  }
+  return tensors;
+}
 
 std::string pickle_problem(const std::string& zip) {
   // The same reader torch::pickle_load opens (records found through the zip's central

@@ -3,7 +3,11 @@
 // LibTorch's unpickler, which trusts its input (it crashes or allocates gigabytes on forged files).
 #pragma once
 
+#include <ATen/Tensor.h>
+
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace masr::models {
 
@@ -16,5 +20,11 @@ namespace masr::models {
 // out of order; a tensor storage whose type is not a torch.<T>Storage global, whose size is
 // negative, or whose record holds fewer bytes than it claims.
 std::string pickle_problem(const std::string& zip);
+
+// A torch::pickle_save'd dict of name -> tensor, read only after pickle_problem passes it, and
+// with every tensor checked to lie inside its storage. Throws an input error "<what> is corrupt
+// (<reason>)" or "<what> cannot be read (corrupt): <reason>"; `what` names the file or section.
+std::vector<std::pair<std::string, at::Tensor>> load_pickled_tensors(const std::string& zip,
+                                                                     const std::string& what);
 
 }  // namespace masr::models

@@ -9,12 +9,22 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/crc32.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/remove_tree.h"
 
 namespace masr::train {
 namespace fs = std::filesystem;
+namespace {
+
+std::string crc32_hex(const std::string& bytes) {
+  char hex[9];
+  std::snprintf(hex, sizeof(hex), "%08x", static_cast<unsigned>(crc32(bytes)));
+  return hex;
+}
+
+}  // namespace
 
 std::string meta_to_json(const CheckpointMeta& meta) {
   nlohmann::json j;
@@ -25,6 +35,7 @@ std::string meta_to_json(const CheckpointMeta& meta) {
   j["end_of_epoch"] = meta.end_of_epoch;
   j["metrics"] = meta.metrics;
   j["counters"] = meta.counters;
+  j["checksums"] = meta.checksums;
   return j.dump(2) + "\n";
 }
 
@@ -39,6 +50,9 @@ CheckpointMeta meta_from_json(const std::string& text, const std::string& origin
     m.end_of_epoch = j.at("end_of_epoch").get<bool>();
     m.metrics = j.at("metrics").get<std::map<std::string, double>>();
     m.counters = j.at("counters").get<std::map<std::string, double>>();
+    if (j.contains("checksums")) {
+      m.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
+    }
     return m;
   } catch (const nlohmann::json::exception& e) {
     throw_input_error("checkpoint meta '" + origin + "' is malformed: " + e.what());
@@ -62,6 +76,8 @@ Checkpointer::Checkpointer(std::string dir) : dir_(std::move(dir)) {
 std::string Checkpointer::save(CheckpointMeta meta, const std::map<std::string, std::string>& files,
                                const std::function<void(const std::string&)>& writer) {
   meta.serial = next_serial_++;
+  meta.checksums.clear();
+  for (const auto& [file, bytes] : files) meta.checksums[file] = crc32_hex(bytes);
   char name[96];
   std::snprintf(name, sizeof(name), "CKPT+%06lld-E%lld-B%lld", static_cast<long long>(meta.serial),
                 static_cast<long long>(meta.epoch), static_cast<long long>(meta.batch));
@@ -148,7 +164,16 @@ void Checkpointer::prune(const RetentionPolicy& policy) const {
 }
 
 std::string Checkpointer::read(const CheckpointInfo& checkpoint, const std::string& name) {
-  return read_file((fs::path(checkpoint.path) / name).string());
+  const std::string path = (fs::path(checkpoint.path) / name).string();
+  std::string bytes = read_file(path);
+  const auto it = checkpoint.meta.checksums.find(name);
+  if (it != checkpoint.meta.checksums.end() && crc32_hex(bytes) != it->second) {
+    throw_input_error("checkpoint file '" + path + "' is corrupt: its CRC-32 " + crc32_hex(bytes) +
+                      " differs from the " + it->second +
+                      " recorded in meta.json (delete this checkpoint folder to resume from an "
+                      "earlier one)");
+  }
+  return bytes;
 }
 
 }  // namespace masr::train

@@ -22,6 +22,10 @@ struct CheckpointMeta {
   bool end_of_epoch = false;               // saved after epoch `epoch - 1` and its validation
   std::map<std::string, double> metrics;   // validation metrics (end-of-epoch checkpoints)
   std::map<std::string, double> counters;  // other scalar state (scheduler steps, ...)
+  // CRC-32 (8 hex digits) of each file Checkpointer::save wrote from `files`, checked by read():
+  // LibTorch's readers trust their input, so a corrupt file must be refused before them.
+  // Checkpoints written before checksums were kept have none, and are read unchecked.
+  std::map<std::string, std::string> checksums;
 
   // The counter `name`, or 0 when this checkpoint has none (older checkpoints lack newer ones).
   double counter(const std::string& name) const {
@@ -60,7 +64,8 @@ class Checkpointer {
   // The end-of-epoch checkpoints `policy` keeps, best first.
   std::vector<CheckpointInfo> best(const RetentionPolicy& policy) const;
 
-  // A file of a checkpoint; throws an I/O error naming it.
+  // A file of a checkpoint; throws an I/O error naming it, or an input error when its bytes do not
+  // match the checksum meta.json holds for it.
   static std::string read(const CheckpointInfo& checkpoint, const std::string& name);
   const std::string& dir() const { return dir_; }
 

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "models/pickle_check.h"
 
 namespace masr::train {
 
@@ -65,21 +66,7 @@ std::string serialize_state(const StateDict& state) {
 }
 
 StateDict deserialize_state(const std::string& bytes, const std::string& origin) {
-  c10::IValue value;
-  try {
-    value = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const c10::Error& e) {
-    throw_input_error(origin + ": not a tensor file (" + e.what_without_backtrace() + ")");
-  }
-  if (!value.isGenericDict()) throw_input_error(origin + ": expected a dict of tensors");
-  StateDict out;
-  for (const auto& entry : value.toGenericDict()) {
-    if (!entry.key().isString() || !entry.value().isTensor()) {
-      throw_input_error(origin + ": expected a dict of name -> tensor");
-    }
-    out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
-  }
-  return out;
+  return models::load_pickled_tensors(bytes, origin);  // checked before LibTorch unpickles it
 }
 
 std::string serialize_cpu_rng() {

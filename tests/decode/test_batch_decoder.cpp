@@ -40,6 +40,7 @@ class SpellingModel : public RecognitionModel {
   std::vector<std::string> pieces() const override {
     return {"<blank>", "<s>", "</s>", kMark + "a", kMark + "b"};
   }
+  int sample_rate() const override { return 2500; }  // 100 samples: one 40 ms frame
   std::string detokenize(const std::vector<int64_t>& tokens) const override {
     std::string text;
     for (int64_t t : tokens) text += (text.empty() ? "" : " ") + pieces()[t].substr(kMark.size());
@@ -82,10 +83,18 @@ TEST_CASE("decode_batch: every search on a spelled batch, batched equals one at 
     CHECK(alone[0].text == both[1].text);
     CHECK(alone[0].score == Approx(both[1].score).epsilon(1e-4));
   }
+  DecodeConfig unshifted;
+  unshifted.search = "greedy";
+  unshifted.word_start_shift = 0.0;
+  CHECK(decode_batch(model, {&first}, unshifted)[0].words[1].start == Approx(0.12));
   DecodeConfig bad;
   bad.search = "viterbi";
   CHECK_THROWS_WITH(decode_batch(model, {&first}, bad),
                     Catch::Contains("unknown search 'viterbi'"));
+  DecodeConfig far;
+  far.word_start_shift = 1.5;
+  CHECK_THROWS_WITH(decode_batch(model, {&first}, far),
+                    Catch::Contains("word start shift must be between -1 and 1"));
 }
 
 TEST_CASE("CTC forced alignment places each token on its best frames", "[decode]") {

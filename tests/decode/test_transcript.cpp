@@ -52,6 +52,13 @@ TEST_CASE("Word starts move earlier by the CTC start shift, never below zero", "
   CHECK(words[1].end == Approx(0.36));
   CHECK(kCtcWordStartShift > 0.0);
   CHECK(kCtcWordStartShift < 0.1);
+  // Audio of 0.30 s: BC's end (frame 9: 0.36 s) stops at the audio's end.
+  const auto clamped = word_timings(hyp, pieces, 0.04, 0.052, 0.30);
+  CHECK(clamped[0].end == Approx(0.08));
+  CHECK(clamped[1].start == Approx(0.148));
+  CHECK(clamped[1].end == Approx(0.30));
+  // A start past the audio (a broken alignment) is clamped too, never after its end.
+  CHECK(word_timings(hyp, pieces, 0.04, 0.0, 0.10)[1].start == Approx(0.10));
 }
 
 TEST_CASE("Character vocabularies separate words with the space piece", "[decode]") {

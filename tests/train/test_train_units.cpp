@@ -143,6 +143,27 @@ TEST_CASE("Checkpointer: atomic directories, retention by metric, newest kept", 
   CHECK_THROWS_WITH(read_file(dir.file("missing")), Catch::Contains("cannot open"));
 }
 
+TEST_CASE("Checkpointer: a file whose bytes changed is refused before anything parses it",
+          "[train]") {
+  testing::TempDir dir("ckpt_crc");
+  Checkpointer c(dir.str());
+  c.save(CheckpointMeta(), {{"rng.ckpt", serialize_cpu_rng()}, {"optimizer.ckpt", "abc"}});
+  const CheckpointInfo saved = *c.latest();
+  CHECK(saved.meta.checksums.at("optimizer.ckpt") == "352441c2");  // zlib's CRC-32 of "abc"
+  CHECK(Checkpointer::read(saved, "optimizer.ckpt") == "abc");
+  const std::string rng_path = saved.path + "/rng.ckpt";
+  std::string rng = read_file(rng_path);
+  rng[rng.size() / 2] = static_cast<char>(rng[rng.size() / 2] ^ 0x10);
+  std::ofstream(rng_path, std::ios::binary | std::ios::trunc) << rng;
+  CHECK_THROWS_WITH(Checkpointer::read(saved, "rng.ckpt"),
+                    Catch::Contains(rng_path) && Catch::Contains("is corrupt: its CRC-32"));
+  // A checkpoint from before checksums were kept is read as it is.
+  CheckpointInfo old = saved;
+  old.meta.checksums.clear();
+  CHECK(Checkpointer::read(old, "rng.ckpt") == rng);
+  CHECK(meta_from_json(meta_to_json(old.meta), "m").checksums.empty());
+}
+
 TEST_CASE("state dicts: serialization round trip, strict loading", "[train]") {
   torch::nn::Linear a(3, 2), b(3, 2);
   const StateDict sa = state_dict(*a);
@@ -155,6 +176,20 @@ TEST_CASE("state dicts: serialization round trip, strict loading", "[train]") {
   CHECK_THROWS_WITH(load_state_dict(*c, sa, "file.ckpt"),
                     Catch::Contains("file.ckpt: tensor 'weight' has shape"));
   CHECK_THROWS_WITH(deserialize_state("garbage", "g.ckpt"), Catch::Contains("g.ckpt"));
+  // Checked before LibTorch's unpickler sees it: truncations and other shapes of pickle.
+  const std::string bytes = serialize_state(sa);
+  for (size_t keep : {size_t{0}, size_t{30}, bytes.size() / 2, bytes.size() - 1}) {
+    CHECK_THROWS_WITH(deserialize_state(bytes.substr(0, keep), "t.ckpt"),
+                      Catch::Contains("t.ckpt") && Catch::Contains("corrupt"));
+  }
+  const std::vector<char> number = torch::pickle_save(c10::IValue(int64_t{3}));
+  CHECK_THROWS_WITH(deserialize_state(std::string(number.begin(), number.end()), "n.ckpt"),
+                    Catch::Contains("n.ckpt is corrupt (not a dict of tensors)"));
+  c10::Dict<std::string, int64_t> ints;
+  ints.insert("a", 1);
+  const std::vector<char> dict = torch::pickle_save(c10::IValue(ints));
+  CHECK_THROWS_WITH(deserialize_state(std::string(dict.begin(), dict.end()), "d.ckpt"),
+                    Catch::Contains("d.ckpt is corrupt (not a dict of name -> tensor)"));
 }
 
 TEST_CASE("log.jsonl history and the SVG curves", "[train]") {
