@@ -100,7 +100,8 @@ std::vector<const runtime::Benchmark*> choose(const std::vector<std::string>& na
     chosen.push_back(found);
   }
   if (chosen.empty()) {
-    for (const auto& b : all) chosen.push_back(&b);
+    for (const auto& b : all)
+      if (!b.only_when_named) chosen.push_back(&b);
   }
   return chosen;
 }
@@ -157,6 +158,8 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
       "  mamba-asr bench features --repeat 20\n"
       "  mamba-asr bench train-step decode-rtf --batch 1,8 --threads 1,2 --markdown\n"
       "  mamba-asr bench --tune --hparams hparams/CTC/conmamba_tiny.yaml\n"
+      "  mamba-asr --device cuda bench decode-files --model models/conmamba-ctc-synth-en \\\n"
+      "      --input @test.txt --batch 32,128\n"
       "  mamba-asr --threads 2 bench scan --json");
   cmd->add_option("names", options->names, "Benchmarks to run (see --list)");
   cmd->add_flag("--list", options->list, "List the benchmarks");
@@ -176,9 +179,20 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
   cmd->add_option("--precision", options->settings.precision,
-                  "train-step precision on CUDA: fp32, bf16, fp16")
+                  "train-step and decode-files precision on CUDA: fp32, bf16, fp16")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  cmd->add_option("--model", options->settings.model, "decode-files: a trained model (file or folder)");
+  cmd->add_option("--input", options->settings.inputs,
+                  "decode-files: audio inputs as decode takes them (files, folders, @list, CSV); "
+                  "repeatable");
+  cmd->add_option("--batch-seconds", options->settings.batch_seconds,
+                  "decode-files: padded audio seconds per batch (0: --batch alone), as decode's")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--search", options->settings.search, "decode-files: greedy, ctc-beam or s2s")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"greedy", "ctc-beam", "s2s"}));
   cmd->add_flag("--json", options->json, "One JSON object per result (with --tune: the plan)");
   cmd->add_flag("--csv", options->csv, "CSV with a header line");
   cmd->add_flag("--markdown", options->markdown, "A Markdown table");

@@ -10,13 +10,13 @@
 #include <map>
 #include <memory>
 
-#include "audio/audio_reader.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "decode/arpa_lm.h"
 #include "decode/asr_model_recognizer.h"
 #include "decode/decode_inputs.h"
+#include "decode/file_transcriber.h"
 #include "decode/model_scorers.h"
 #include "models/asr_model.h"
 #include "models/lm_model.h"
@@ -36,22 +36,13 @@ struct DecodeOptions {
   std::string ref;
   bool wer_details = false;
   int batch_size = 8;
+  double batch_seconds = 0.0;  // padded audio per batch; 0: batch_size alone decides
   int beam = 10;
   std::string arpa;
   std::string lm;  // a model.masr of type "lm" (mamba-asr train hparams/LM/...)
   double lm_temperature = 1.0;
   decode::DecodeConfig config;
 };
-
-std::shared_ptr<models::AsrModel> load_model(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (fs::is_directory(path)) {
-    if (fs::exists(fs::path(path) / "model.masr"))
-      return models::AsrModel::load((fs::path(path) / "model.masr").string());
-    throw_input_error("model folder '" + path + "' has no model.masr (pass the model file itself)");
-  }
-  return models::AsrModel::load(path);
-}
 
 std::map<std::string, std::string> read_references(const std::string& path) {
   std::ifstream in(path);
@@ -122,7 +113,7 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
     o.config.ctc.lm = arpa.get();
   }
   o.config.validate();
-  auto model = load_model(o.model);
+  auto model = decode::load_asr_model(o.model);
   const runtime::DeviceChoice device =
       runtime::resolve_device(runtime::parse_device(global.device));
   if (global.threads_auto) {  // the cached plan's decode threads, else the detect profile's
@@ -165,47 +156,27 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
       o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref);
   MASR_LOG_INFO("decoding %zu utterances with %s search on %s", rows.size(), search.c_str(),
                 device.str().c_str());
-  // Read everything first so that batches can be sorted by length (less padding).
-  std::vector<std::vector<float>> audio(rows.size());
-  std::vector<size_t> order;
-  size_t failed = 0;
-  double audio_seconds = 0.0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    try {
-      audio[i] = audio::read_audio(rows[i].wav, recognizer.sample_rate()).samples;
-      audio_seconds += static_cast<double>(audio[i].size()) / recognizer.sample_rate();
-      order.push_back(i);
-    } catch (const Error& e) {
-      MASR_LOG_ERROR("skipping '%s': %s", rows[i].id.c_str(), e.what());
-      ++failed;
-    }
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return audio[a].size() > audio[b].size(); });
-  std::vector<std::unique_ptr<decode::Transcript>> results(rows.size());
   const auto start = std::chrono::steady_clock::now();
-  for (size_t first = 0; first < order.size(); first += static_cast<size_t>(o.batch_size)) {
-    const size_t last = std::min(order.size(), first + static_cast<size_t>(o.batch_size));
-    std::vector<const std::vector<float>*> batch;
-    for (size_t k = first; k < last; ++k) batch.push_back(&audio[order[k]]);
-    auto transcripts = decode::decode_batch(recognizer, batch, o.config, lm_scorer.get());
-    for (size_t k = first; k < last; ++k) {
-      results[order[k]] = std::make_unique<decode::Transcript>(std::move(transcripts[k - first]));
-      results[order[k]]->id = rows[order[k]].id;
-    }
-    MASR_LOG_INFO("decoded %zu / %zu", last, order.size());
-  }
+  decode::ReadAudio audio;
+  const auto results = decode::transcribe_files(
+      recognizer, rows, {o.batch_size, o.batch_seconds}, o.config, audio, lm_scorer.get(),
+      [](size_t done, size_t total) { MASR_LOG_INFO("decoded %zu / %zu", done, total); });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!audio.errors[i].empty())
+      MASR_LOG_ERROR("skipping '%s': %s", rows[i].id.c_str(), audio.errors[i].c_str());
+  }
+  const size_t failed = rows.size() - audio.readable.size();
   if (o.format == "vtt") std::cout << "WEBVTT\n\n";
   int cue = 0;
   for (const auto& t : results)
     if (t) std::cout << render(*t, o.format, cue);
   std::cout.flush();
   report_wer(rows, results, refs, o.wer_details);
-  if (audio_seconds > 0 && seconds > 0) {
-    MASR_LOG_INFO("%.1f s of audio in %.2f s: RTF %.4f, RTFx %.1f", audio_seconds, seconds,
-                  seconds / audio_seconds, audio_seconds / seconds);
+  if (audio.seconds > 0 && seconds > 0) {  // files to text: reading overlaps decoding
+    MASR_LOG_INFO("%.1f s of audio read and decoded in %.2f s: RTF %.4f, RTFx %.1f",
+                  audio.seconds, seconds, seconds / audio.seconds, audio.seconds / seconds);
   }
   if (failed > 0) MASR_LOG_ERROR("%zu of %zu inputs could not be read", failed, rows.size());
   return failed > 0 ? static_cast<int>(ExitCode::kFailure) : 0;
@@ -242,9 +213,15 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       ->check(CLI::IsMember({"text", "json", "srt", "vtt", "ctm"}));
   cmd->add_option("--ref", o.ref, "Reference transcripts ('ID TEXT' lines) for WER");
   cmd->add_flag("--wer-details", o.wer_details, "Per-utterance alignments on stderr");
-  cmd->add_option("--batch-size", o.batch_size, "Utterances per batch")
+  cmd->add_option("--batch-size", o.batch_size, "Utterances per batch (longest first)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--batch-seconds", o.batch_seconds,
+                  "At most this much audio per batch once padded to its longest utterance (0: no "
+                  "limit). With a large --batch-size it keeps batches of mixed lengths from "
+                  "wasting compute on padding, e.g. --batch-size 256 --batch-seconds 600 on a GPU")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--ctc-weight", o.config.s2s.ctc_weight, "s2s: CTC prefix score weight")
       ->capture_default_str();
   cmd->add_option("--temperature", o.config.decoder_temperature, "s2s: decoder temperature")
@@ -281,6 +258,10 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--word-bonus", o.config.ctc.word_insertion_bonus,
                   "ctc-beam: word insertion bonus")
       ->capture_default_str();
+  cmd->add_option("--precision", o.config.precision,
+                  "Model arithmetic on CUDA: fp32, or bf16 / fp16 autocast (faster; CPU: fp32)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--word-start-shift", o.config.word_start_shift,
                   "Seconds word start times are moved earlier (CTC emits a word's first token "
                   "after its onset; 0.052 measured for the bundled model, docs/timestamps.md)")

@@ -35,8 +35,10 @@ AsrModelRecognizer::AsrModelRecognizer(std::shared_ptr<models::AsrModel> model)
 std::pair<at::Tensor, at::Tensor> AsrModelRecognizer::encode(const at::Tensor& wavs,
                                                              const at::Tensor& rel_lens) {
   const auto device = model_->device();
-  const at::Tensor feats = model_->features(wavs.to(device), rel_lens.to(device));
-  models::Encoded encoded = model_->encode(feats, rel_lens.to(device));
+  // Asynchronous when the batch is in pinned memory (decode_batch stages it so with CUDA).
+  const at::Tensor lens = rel_lens.to(device, /*non_blocking=*/true);
+  const at::Tensor feats = model_->features(wavs.to(device, /*non_blocking=*/true), lens);
+  models::Encoded encoded = model_->encode(feats, lens);
   return {encoded.out, encoded.lengths};
 }
 
@@ -73,6 +75,8 @@ std::unique_ptr<SequenceScorer> AsrModelRecognizer::incremental_decoder(const at
 std::string AsrModelRecognizer::detokenize(const std::vector<int64_t>& tokens) const {
   return model_->tokenizer()->decode(std::vector<int>(tokens.begin(), tokens.end()));
 }
+
+at::Device AsrModelRecognizer::device() const { return model_->device(); }
 
 int AsrModelRecognizer::sample_rate() const { return model_->fbank().config().sample_rate; }
 

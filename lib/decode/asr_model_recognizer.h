@@ -27,6 +27,7 @@ class AsrModelRecognizer : public RecognitionModel {
   std::vector<std::string> pieces() const override { return pieces_; }
   std::string detokenize(const std::vector<int64_t>& tokens) const override;
   int sample_rate() const override;
+  at::Device device() const override;
   // Feature hop times the front end's subsampling, measured on the last encoded batch.
   double frame_seconds() const override { return frame_seconds_; }
 

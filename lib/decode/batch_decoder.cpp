@@ -3,6 +3,7 @@
 #include "decode/batch_decoder.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include "core/error.h"
 #include "decode/model_scorers.h"
+#include "train/autocast.h"
 
 namespace masr::decode {
 namespace {
@@ -39,6 +41,9 @@ void DecodeConfig::validate() const {
   }
   ctc.validate();
   s2s.validate();
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
+    throw_config_error("decode: unknown precision '" + precision + "' (expected fp32, bf16 or fp16)");
+  }
   if (decoder_temperature <= 0) throw_config_error("decode: decoder temperature must be > 0");
   if (!(std::abs(word_start_shift) <= 1.0)) {
     throw_config_error("decode: word start shift must be between -1 and 1 seconds, not " +
@@ -116,33 +121,37 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
   size_t longest = 0;
   for (const auto* w : waveforms) longest = std::max(longest, w->size());
   if (longest == 0) throw_input_error("decode: every waveform of the batch is empty");
-  at::NoGradGuard no_grad;
-  // Zero padding and relative lengths, as SpeechBrain's PaddedBatch gives the model.
-  at::Tensor wavs = at::zeros({batch, static_cast<int64_t>(longest)});
-  at::Tensor rel_lens = at::empty({batch});
+  c10::InferenceMode inference;
+  train::AutocastGuard autocast(model.device(), config.precision);
+  // Zero padding and relative lengths, as SpeechBrain's PaddedBatch gives the model. With CUDA
+  // the batch is staged in pinned memory (LibTorch caches those blocks), so that the copy to the
+  // GPU runs at full bus speed.
+  const auto options = at::TensorOptions(at::kFloat).pinned_memory(at::hasCUDA());
+  at::Tensor wavs = at::empty({batch, static_cast<int64_t>(longest)}, options);
+  at::Tensor rel_lens = at::empty({batch}, options);
+  float* rows = wavs.data_ptr<float>();
   for (int64_t b = 0; b < batch; ++b) {
     const auto& w = *waveforms[b];
-    if (!w.empty()) {
-      wavs[b]
-          .narrow(0, 0, static_cast<int64_t>(w.size()))
-          .copy_(at::from_blob(const_cast<float*>(w.data()), {static_cast<int64_t>(w.size())}));
-    }
-    rel_lens[b] = static_cast<double>(w.size()) / static_cast<double>(longest);
+    float* row = rows + b * static_cast<int64_t>(longest);
+    std::copy(w.begin(), w.end(), row);
+    std::fill(row + w.size(), row + longest, 0.0f);
+    rel_lens.data_ptr<float>()[b] = static_cast<float>(static_cast<double>(w.size()) /
+                                                       static_cast<double>(longest));
   }
   const auto [enc, lens] = model.encode(wavs, rel_lens);
   const at::Tensor ctc = model.ctc_log_probs(enc);
-  const at::Tensor ctc_cpu = ctc.to(at::kCPU, at::kFloat);
-  const at::Tensor lens_cpu = lens.to(at::kCPU, at::kLong);
   const std::vector<std::string> pieces = model.pieces();
   std::vector<Transcript> out;
   auto transcript = [&](const CtcHypothesis& hyp) {
     return make_transcript(model, hyp, pieces, config.word_start_shift,
                            waveforms[out.size()]->size());
   };
-  if (search == "greedy") {
+  if (search == "greedy") {  // the argmax runs on the model's device
     for (const auto& hyp : ctc_greedy_search(ctc, lens)) out.push_back(transcript(hyp));
     return out;
   }
+  const at::Tensor ctc_cpu = ctc.to(at::kCPU, at::kFloat);
+  const at::Tensor lens_cpu = lens.to(at::kCPU, at::kLong);
   const DecoderFn decoder_fn = [&model](const at::Tensor& e, const at::Tensor& l,
                                         const at::Tensor& t) {
     return model.decoder_log_probs(e, l, t);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ATen/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <memory>
 #include <string>
@@ -43,6 +44,7 @@ class RecognitionModel {
   virtual std::vector<std::string> pieces() const = 0;  // every token id's text
   virtual std::string detokenize(const std::vector<int64_t>& tokens) const = 0;
   virtual int sample_rate() const { return 16000; }
+  virtual at::Device device() const { return at::kCPU; }  // where encode runs
   virtual double frame_seconds() const { return 0.04; }  // encoder frame shift
 };
 
@@ -56,6 +58,9 @@ struct DecodeConfig {
   // Seconds word starts are moved earlier (transcript.h); the default was measured for the
   // bundled model (docs/timestamps.md), 0 turns it off.
   double word_start_shift = kCtcWordStartShift;
+  // fp32, or bf16 / fp16 autocast for the model's forward passes on CUDA (searches keep fp32
+  // scores); on a CPU model everything runs in fp32.
+  std::string precision = "fp32";
   void validate() const;  // throws a config error naming the option
 };
 

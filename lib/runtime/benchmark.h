@@ -22,6 +22,11 @@ struct BenchSettings {
   double seconds = 4.0;
   std::string device = "cpu";
   std::string precision = "fp32";
+  // For decode-files: a trained model, its inputs (as `mamba-asr decode` takes them) and search.
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string search = "greedy";
+  double batch_seconds = 0.0;  // padded audio per batch (0: --batch alone)
 };
 
 // One measured quantity: per-repetition samples of a time, plus a derived throughput.
@@ -49,6 +54,7 @@ struct Benchmark {
   std::string name;
   std::string description;
   BenchFn run;
+  bool only_when_named = false;  // needs inputs (a model, files): not part of a bare `bench`
 };
 
 void register_benchmark(Benchmark benchmark);
