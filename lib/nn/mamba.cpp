@@ -62,10 +62,10 @@ void MambaImpl::init_direction(torch::nn::Linear& dtp, at::Tensor& a_log, at::Te
   d.fill_(1.0);
 }
 
-at::Tensor MambaImpl::direction(const at::Tensor& x, const at::Tensor& z, torch::nn::Conv1d& conv,
-                                torch::nn::Linear& xp, torch::nn::Linear& dtp,
-                                const at::Tensor& a_log, const at::Tensor& d,
-                                const at::Tensor& lengths, bool reverse) const {
+ops::ScanDirection MambaImpl::direction(const at::Tensor& x, torch::nn::Conv1d& conv,
+                                       torch::nn::Linear& xp, torch::nn::Linear& dtp,
+                                       const at::Tensor& a_log, const at::Tensor& d,
+                                       bool reverse) const {
   const int64_t T = x.size(2);
   at::Tensor conv_out;
   if (!reverse) {
@@ -80,30 +80,37 @@ at::Tensor MambaImpl::direction(const at::Tensor& x, const at::Tensor& z, torch:
   const at::Tensor u = torch::silu(conv_out);               // (B, d_inner, T)
   const at::Tensor x_dbl = xp->forward(u.transpose(1, 2));  // (B, T, R + 2N)
   const auto parts = x_dbl.split({dt_rank, d_state, d_state}, -1);
-  const at::Tensor delta = torch::matmul(parts[0], dtp->weight.t()).transpose(1, 2);  // (B, di, T)
-  const at::Tensor B = parts[1].transpose(1, 2).contiguous();                         // (B, N, T)
-  const at::Tensor C = parts[2].transpose(1, 2).contiguous();
-  const at::Tensor A = -torch::exp(a_log.to(torch::kFloat));
-  ops::ScanOptions options;
-  options.delta_softplus = true;
-  options.reverse = reverse;
-  return ops::selective_scan(u.contiguous(), delta.contiguous(), A, B, C, d.to(torch::kFloat),
-                             z.contiguous(), dtp->bias.to(torch::kFloat), lengths, options);
+  ops::ScanDirection s;
+  s.u = u.contiguous();
+  s.delta = torch::matmul(parts[0], dtp->weight.t()).transpose(1, 2).contiguous();  // (B, di, T)
+  s.B = parts[1].transpose(1, 2).contiguous();                                     // (B, N, T)
+  s.C = parts[2].transpose(1, 2).contiguous();
+  s.A = -torch::exp(a_log.to(torch::kFloat));
+  s.D = d.to(torch::kFloat);
+  s.delta_bias = dtp->bias.to(torch::kFloat);
+  return s;
 }
 
 at::Tensor MambaImpl::forward(const at::Tensor& hidden, const at::Tensor& lengths) {
   const at::Tensor xz = in_proj->forward(hidden).transpose(1, 2);  // (B, 2*d_inner, T)
   at::Tensor x = xz.narrow(1, 0, d_inner);
-  const at::Tensor z = xz.narrow(1, d_inner, d_inner);
+  const at::Tensor z = xz.narrow(1, d_inner, d_inner).contiguous();
   at::Tensor lens;
   if (lengths.defined()) {
     lens = lengths.to(hidden.device()).to(torch::kLong);
     x = zero_padding(x.transpose(1, 2), lens).transpose(1, 2);
   }
-  at::Tensor y = direction(x, z, conv1d, x_proj, dt_proj, A_log, D, lens, false);
+  const ops::ScanDirection f = direction(x, conv1d, x_proj, dt_proj, A_log, D, false);
+  at::Tensor y;
   if (bidirectional) {
-    const at::Tensor y_b = direction(x, z, conv1d_b, x_proj_b, dt_proj_b, A_b_log, D_b, lens, true);
-    y = 0.5 * y + 0.5 * y_b;
+    // Both directions' scans in one call (one kernel launch on CUDA).
+    const ops::ScanDirection r = direction(x, conv1d_b, x_proj_b, dt_proj_b, A_b_log, D_b, true);
+    const auto [y_f, y_b] = ops::selective_scan_bidirectional(f, r, z, lens);
+    y = 0.5 * y_f + 0.5 * y_b;
+  } else {
+    ops::ScanOptions options;
+    options.delta_softplus = true;
+    y = ops::selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lens, options);
   }
   return out_proj->forward(y.transpose(1, 2));
 }

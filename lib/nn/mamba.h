@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "ops/selective_scan.h"
+
 namespace masr::nn {
 
 struct MambaConfig {
@@ -34,10 +36,11 @@ struct MambaImpl : torch::nn::Module {
   at::Tensor A_log, A_b_log, D, D_b;  // NOLINT: upstream names
 
  private:
-  // One direction over x, z: (B, d_inner, T); reverse = anti-causal conv and reversed scan.
-  at::Tensor direction(const at::Tensor& x, const at::Tensor& z, torch::nn::Conv1d& conv,
-                       torch::nn::Linear& xp, torch::nn::Linear& dtp, const at::Tensor& a_log,
-                       const at::Tensor& d, const at::Tensor& lengths, bool reverse) const;
+  // One direction's scan inputs from x: (B, d_inner, T); reverse = anti-causal conv (the scan
+  // itself runs in reverse through ops::selective_scan_bidirectional or ScanOptions::reverse).
+  ops::ScanDirection direction(const at::Tensor& x, torch::nn::Conv1d& conv, torch::nn::Linear& xp,
+                               torch::nn::Linear& dtp, const at::Tensor& a_log,
+                               const at::Tensor& d, bool reverse) const;
   void init_direction(torch::nn::Linear& dtp, at::Tensor& a_log, at::Tensor& d);
 };
 TORCH_MODULE(Mamba);

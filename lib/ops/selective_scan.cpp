@@ -248,4 +248,22 @@ at::Tensor selective_scan(const at::Tensor& u, const at::Tensor& delta, const at
                                       options.delta_softplus, options.reverse);
 }
 
+std::pair<at::Tensor, at::Tensor> selective_scan_bidirectional(const ScanDirection& f,
+                                                               const ScanDirection& r,
+                                                               const at::Tensor& z,
+                                                               const at::Tensor& lengths,
+                                                               bool delta_softplus) {
+  check_arguments(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lengths);
+  check_arguments(r.u, r.delta, r.A, r.B, r.C, r.D, z, r.delta_bias, lengths);
+  ScanOptions forward, reverse;
+  forward.delta_softplus = reverse.delta_softplus = delta_softplus;
+  reverse.reverse = true;
+  if (cuda_scan_supports(f.u, f.A) && cuda_scan_supports(r.u, r.A) &&
+      f.u.scalar_type() == r.u.scalar_type() && f.A.size(1) == r.A.size(1)) {
+    return selective_scan_cuda_bidirectional(f, r, z, lengths, delta_softplus);
+  }
+  return {selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lengths, forward),
+          selective_scan(r.u, r.delta, r.A, r.B, r.C, r.D, z, r.delta_bias, lengths, reverse)};
+}
+
 }  // namespace masr::ops

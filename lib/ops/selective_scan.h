@@ -9,6 +9,8 @@
 
 #include <ATen/Tensor.h>
 
+#include <utility>
+
 namespace masr::ops {
 
 struct ScanOptions {
@@ -27,6 +29,19 @@ at::Tensor selective_scan(const at::Tensor& u, const at::Tensor& delta, const at
                           const at::Tensor& B, const at::Tensor& C, const at::Tensor& D,
                           const at::Tensor& z, const at::Tensor& delta_bias,
                           const at::Tensor& lengths, const ScanOptions& options = {});
+
+// BiMamba's two directions: one scan in time order, one from each utterance's last valid frame
+// (ScanOptions::reverse), each with its own inputs and parameters, over the same z and lengths.
+// Returns {forward output, reverse output}. On CUDA both run in one kernel launch, forward and
+// backward; elsewhere they are two selective_scan calls (the definition the tests compare with).
+struct ScanDirection {
+  at::Tensor u, delta, A, B, C, D, delta_bias;  // as selective_scan's (D, delta_bias optional)
+};
+std::pair<at::Tensor, at::Tensor> selective_scan_bidirectional(const ScanDirection& forward,
+                                                               const ScanDirection& reverse,
+                                                               const at::Tensor& z,
+                                                               const at::Tensor& lengths,
+                                                               bool delta_softplus = true);
 
 // The same computation written step by step with tensor operations (autograd through LibTorch):
 // slow, simple and obviously right; the reference that tests compare selective_scan against.

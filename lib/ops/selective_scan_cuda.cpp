@@ -39,6 +39,22 @@ CudaScanForward cuda_scan_forward(const CudaScanInputs&, bool) {
 CudaScanGrads cuda_scan_backward(const CudaScanInputs&, const at::Tensor&, const at::Tensor&) {
   throw_config_error("selective_scan: this build has no CUDA kernels (LibTorch without CUDA)");
 }
+std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDirection&,
+                                                                    const ScanDirection&,
+                                                                    const at::Tensor&,
+                                                                    const at::Tensor&, bool) {
+  throw_config_error("selective_scan: this build has no CUDA kernels (LibTorch without CUDA)");
+}
+std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward2(const CudaScanInputs&,
+                                                               const CudaScanInputs&, bool) {
+  throw_config_error("selective_scan: this build has no CUDA kernels (LibTorch without CUDA)");
+}
+std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward2(const CudaScanInputs&,
+                                                            const at::Tensor&, const at::Tensor&,
+                                                            const CudaScanInputs&,
+                                                            const at::Tensor&, const at::Tensor&) {
+  throw_config_error("selective_scan: this build has no CUDA kernels (LibTorch without CUDA)");
+}
 
 #else
 
@@ -132,6 +148,61 @@ class SelectiveScanCudaFunction : public torch::autograd::Function<SelectiveScan
   }
 };
 
+// BiMamba's directions: inputs 0-6 the forward direction's u, delta, A, B, C, D, delta_bias,
+// 7-13 the reverse one's, then the shared z and lengths.
+class BidirectionalScanCudaFunction
+    : public torch::autograd::Function<BidirectionalScanCudaFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& uf, const at::Tensor& df,
+                               const at::Tensor& Af, const at::Tensor& Bf, const at::Tensor& Cf,
+                               const c10::optional<at::Tensor>& Df,
+                               const c10::optional<at::Tensor>& biasf, const at::Tensor& ur,
+                               const at::Tensor& dr, const at::Tensor& Ar, const at::Tensor& Br,
+                               const at::Tensor& Cr, const c10::optional<at::Tensor>& Dr,
+                               const c10::optional<at::Tensor>& biasr,
+                               const c10::optional<at::Tensor>& z_opt,
+                               const c10::optional<at::Tensor>& lengths_opt, bool softplus) {
+    const at::Tensor none;
+    const at::Tensor z = z_opt.value_or(none), lengths = lengths_opt.value_or(none);
+    const variable_list saved = {uf, df, Af, Bf, Cf, Df.value_or(none), biasf.value_or(none),
+                                 ur, dr, Ar, Br, Cr, Dr.value_or(none), biasr.value_or(none),
+                                 z, lengths};
+    const auto [first, second] = inputs_of(saved, softplus);
+    const auto [f, r] = cuda_scan_forward2(first, second, /*keep_checkpoints=*/true);
+    ctx->save_for_backward(saved);
+    ctx->saved_data["checkpoints_f"] = f.checkpoints;
+    ctx->saved_data["checkpoints_r"] = r.checkpoints;
+    ctx->saved_data["softplus"] = softplus;
+    return {f.out, r.out};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list s = ctx->get_saved_variables();
+    const auto [first, second] = inputs_of(s, ctx->saved_data["softplus"].toBool());
+    const auto [gf, gr] = cuda_scan_backward2(
+        first, ctx->saved_data["checkpoints_f"].toTensor(), grad_outputs[0], second,
+        ctx->saved_data["checkpoints_r"].toTensor(), grad_outputs[1]);
+    const at::Tensor dz = gf.dz.defined() ? gf.dz + gr.dz : at::Tensor();
+    return {grad_like(gf.du, s[0]),     grad_like(gf.ddelta, s[1]), grad_like(gf.dA, s[2]),
+            grad_like(gf.dB, s[3]),     grad_like(gf.dC, s[4]),     grad_like(gf.dD, s[5]),
+            grad_like(gf.dbias, s[6]),  grad_like(gr.du, s[7]),     grad_like(gr.ddelta, s[8]),
+            grad_like(gr.dA, s[9]),     grad_like(gr.dB, s[10]),    grad_like(gr.dC, s[11]),
+            grad_like(gr.dD, s[12]),    grad_like(gr.dbias, s[13]), grad_like(dz, s[14]),
+            at::Tensor(),               at::Tensor()};
+  }
+
+ private:
+  static std::pair<CudaScanInputs, CudaScanInputs> inputs_of(const variable_list& s,
+                                                            bool softplus) {
+    ScanOptions forward, reverse;
+    forward.delta_softplus = reverse.delta_softplus = softplus;
+    reverse.reverse = true;
+    return {prepare_cuda_scan(s[0], s[1], s[2], s[3], s[4], s[5], s[14], s[6], s[15], forward),
+            prepare_cuda_scan(s[7], s[8], s[9], s[10], s[11], s[12], s[14], s[13], s[15],
+                              reverse)};
+  }
+};
+
 }  // namespace
 
 bool cuda_scan_supports(const at::Tensor& u, const at::Tensor& A) {
@@ -160,54 +231,113 @@ CudaScanInputs prepare_cuda_scan(const at::Tensor& u, const at::Tensor& delta, c
   return in;
 }
 
-CudaScanForward cuda_scan_forward(const CudaScanInputs& in, bool keep_checkpoints) {
-  const c10::cuda::CUDAGuard guard(in.u.device());
-  const cuda::ScanParams p = params_of(in);
-  CudaScanForward f;
-  f.out = at::empty_like(in.u);
+namespace {
+
+// One scan's kernel arguments and the tensors they point into.
+struct ForwardLaunch {
+  cuda::ScanParams p;
   cuda::ScanForwardIO io;
-  io.out = f.out.data_ptr();
+  CudaScanForward f;
+};
+
+ForwardLaunch forward_launch(const CudaScanInputs& in, bool keep_checkpoints) {
+  ForwardLaunch l;
+  l.p = params_of(in);
+  l.f.out = at::empty_like(in.u);
+  l.io.out = l.f.out.data_ptr();
   if (keep_checkpoints) {
-    f.checkpoints = at::empty({cuda::scan_checkpoint_floats(p)}, in.u.options().dtype(at::kFloat));
-    io.checkpoints = f.checkpoints.data_ptr<float>();
+    l.f.checkpoints =
+        at::empty({cuda::scan_checkpoint_floats(l.p)}, in.u.options().dtype(at::kFloat));
+    l.io.checkpoints = l.f.checkpoints.data_ptr<float>();
   }
-  check_launch(cuda::scan_forward(p, io, at::cuda::getCurrentCUDAStream().stream()), "forward");
-  return f;
+  return l;
 }
 
-CudaScanGrads cuda_scan_backward(const CudaScanInputs& in, const at::Tensor& checkpoints,
-                                 const at::Tensor& dout) {
-  const c10::cuda::CUDAGuard guard(in.u.device());
-  const cuda::ScanParams p = params_of(in);
-  const at::Tensor dy = dout.to(in.u.scalar_type()).contiguous();
-  const auto f32 = in.u.options().dtype(at::kFloat);
+struct BackwardLaunch {
+  cuda::ScanParams p;
+  cuda::ScanBackwardIO io;
   CudaScanGrads g;
+  at::Tensor dy, dA_rows, dD_rows, dbias_rows, workspace;
+
+  // dA, dD, dbias: the per-utterance rows summed over the batch.
+  CudaScanGrads finish(const CudaScanInputs& in) {
+    g.dA = dA_rows.sum(0);
+    g.dD = in.D.defined() ? dD_rows.sum(0) : at::Tensor();
+    g.dbias = in.bias.defined() ? dbias_rows.sum(0) : at::Tensor();
+    return g;
+  }
+};
+
+BackwardLaunch backward_launch(const CudaScanInputs& in, const at::Tensor& checkpoints,
+                               const at::Tensor& dout) {
+  BackwardLaunch l;
+  l.p = params_of(in);
+  const cuda::ScanParams& p = l.p;
+  l.dy = dout.defined() ? dout.to(in.u.scalar_type()).contiguous() : at::zeros_like(in.u);
+  const auto f32 = in.u.options().dtype(at::kFloat);
+  CudaScanGrads& g = l.g;
   g.du = at::empty_like(in.u);
   g.ddelta = at::empty_like(in.u);
   g.dz = in.z.defined() ? at::empty_like(in.u) : at::Tensor();
   g.dB = at::empty_like(in.B);
   g.dC = at::empty_like(in.C);
-  at::Tensor dA_rows = at::empty({p.batch, p.channels, p.state}, f32);
-  at::Tensor dD_rows = at::empty({p.batch, p.channels}, f32);
-  at::Tensor dbias_rows = at::empty({p.batch, p.channels}, f32);
-  at::Tensor workspace = at::empty({cuda::scan_workspace_floats(p)}, f32);
-  cuda::ScanBackwardIO io;
-  io.dout = dy.data_ptr();
+  l.dA_rows = at::empty({p.batch, p.channels, p.state}, f32);
+  l.dD_rows = at::empty({p.batch, p.channels}, f32);
+  l.dbias_rows = at::empty({p.batch, p.channels}, f32);
+  l.workspace = at::empty({cuda::scan_workspace_floats(p)}, f32);
+  cuda::ScanBackwardIO& io = l.io;
+  io.dout = l.dy.data_ptr();
   io.checkpoints = checkpoints.data_ptr<float>();
   io.du = g.du.data_ptr();
   io.ddelta = g.ddelta.data_ptr();
   io.dz = g.dz.defined() ? g.dz.data_ptr() : nullptr;
   io.dB = g.dB.data_ptr();
   io.dC = g.dC.data_ptr();
-  io.dA_rows = dA_rows.data_ptr<float>();
-  io.dD_rows = dD_rows.data_ptr<float>();
-  io.dbias_rows = dbias_rows.data_ptr<float>();
-  io.workspace = workspace.data_ptr<float>();
-  check_launch(cuda::scan_backward(p, io, at::cuda::getCurrentCUDAStream().stream()), "backward");
-  g.dA = dA_rows.sum(0);
-  g.dD = in.D.defined() ? dD_rows.sum(0) : at::Tensor();
-  g.dbias = in.bias.defined() ? dbias_rows.sum(0) : at::Tensor();
-  return g;
+  io.dA_rows = l.dA_rows.data_ptr<float>();
+  io.dD_rows = l.dD_rows.data_ptr<float>();
+  io.dbias_rows = l.dbias_rows.data_ptr<float>();
+  io.workspace = l.workspace.data_ptr<float>();
+  return l;
+}
+
+void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+}  // namespace
+
+CudaScanForward cuda_scan_forward(const CudaScanInputs& in, bool keep_checkpoints) {
+  const c10::cuda::CUDAGuard guard(in.u.device());
+  ForwardLaunch l = forward_launch(in, keep_checkpoints);
+  check_launch(cuda::scan_forward(l.p, l.io, current_stream()), "forward");
+  return l.f;
+}
+
+std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward2(const CudaScanInputs& first,
+                                                               const CudaScanInputs& second,
+                                                               bool keep_checkpoints) {
+  const c10::cuda::CUDAGuard guard(first.u.device());
+  ForwardLaunch a = forward_launch(first, keep_checkpoints);
+  ForwardLaunch b = forward_launch(second, keep_checkpoints);
+  check_launch(cuda::scan_forward2(a.p, a.io, b.p, b.io, current_stream()), "forward");
+  return {a.f, b.f};
+}
+
+CudaScanGrads cuda_scan_backward(const CudaScanInputs& in, const at::Tensor& checkpoints,
+                                 const at::Tensor& dout) {
+  const c10::cuda::CUDAGuard guard(in.u.device());
+  BackwardLaunch l = backward_launch(in, checkpoints, dout);
+  check_launch(cuda::scan_backward(l.p, l.io, current_stream()), "backward");
+  return l.finish(in);
+}
+
+std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward2(
+    const CudaScanInputs& first, const at::Tensor& first_checkpoints, const at::Tensor& first_dout,
+    const CudaScanInputs& second, const at::Tensor& second_checkpoints,
+    const at::Tensor& second_dout) {
+  const c10::cuda::CUDAGuard guard(first.u.device());
+  BackwardLaunch a = backward_launch(first, first_checkpoints, first_dout);
+  BackwardLaunch b = backward_launch(second, second_checkpoints, second_dout);
+  check_launch(cuda::scan_backward2(a.p, a.io, b.p, b.io, current_stream()), "backward");
+  return {a.finish(first), b.finish(second)};
 }
 
 at::Tensor selective_scan_cuda(const at::Tensor& u, const at::Tensor& delta, const at::Tensor& A,
@@ -217,6 +347,17 @@ at::Tensor selective_scan_cuda(const at::Tensor& u, const at::Tensor& delta, con
   return SelectiveScanCudaFunction::apply(u, delta, A, B, C, optional(D), optional(z),
                                           optional(delta_bias), optional(lengths),
                                           options.delta_softplus, options.reverse);
+}
+
+std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDirection& f,
+                                                                    const ScanDirection& r,
+                                                                    const at::Tensor& z,
+                                                                    const at::Tensor& lengths,
+                                                                    bool delta_softplus) {
+  const variable_list out = BidirectionalScanCudaFunction::apply(
+      f.u, f.delta, f.A, f.B, f.C, optional(f.D), optional(f.delta_bias), r.u, r.delta, r.A, r.B,
+      r.C, optional(r.D), optional(r.delta_bias), optional(z), optional(lengths), delta_softplus);
+  return {out[0], out[1]};
 }
 
 #endif

@@ -20,6 +20,14 @@ at::Tensor selective_scan_cuda(const at::Tensor& u, const at::Tensor& delta, con
                                const at::Tensor& z, const at::Tensor& delta_bias,
                                const at::Tensor& lengths, const ScanOptions& options);
 
+// Both BiMamba directions in one launch per pass (same contract as selective_scan_bidirectional;
+// arguments already checked, both CUDA-supported with the same dtype and state size).
+std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDirection& forward,
+                                                                    const ScanDirection& reverse,
+                                                                    const at::Tensor& z,
+                                                                    const at::Tensor& lengths,
+                                                                    bool delta_softplus);
+
 // The inputs of one scan as the kernels take them: contiguous, u's dtype for u, delta, z, B, C;
 // float32 for A, D, delta_bias; int64 lengths on the device (all frames when absent).
 struct CudaScanInputs {
@@ -36,6 +44,10 @@ struct CudaScanForward {
   at::Tensor out, checkpoints;
 };
 CudaScanForward cuda_scan_forward(const CudaScanInputs& in, bool keep_checkpoints);
+// Two scans of the same shape in one launch.
+std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward2(const CudaScanInputs& first,
+                                                               const CudaScanInputs& second,
+                                                               bool keep_checkpoints);
 
 // Backward pass (deterministic: no atomics). dA, dD, dbias are float32 and summed over batch.
 struct CudaScanGrads {
@@ -43,5 +55,9 @@ struct CudaScanGrads {
 };
 CudaScanGrads cuda_scan_backward(const CudaScanInputs& in, const at::Tensor& checkpoints,
                                  const at::Tensor& dout);
+std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward2(
+    const CudaScanInputs& first, const at::Tensor& first_checkpoints, const at::Tensor& first_dout,
+    const CudaScanInputs& second, const at::Tensor& second_checkpoints,
+    const at::Tensor& second_dout);
 
 }  // namespace masr::ops

@@ -211,12 +211,14 @@ __device__ void zero_padding(const ScanParams& p, T* x, int64_t b, int64_t d0, i
   }
 }
 
+// Utterance b of scan p (the kernels below run one or two scans per launch).
 template <typename T, int W>
-__global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, ScanForwardIO io) {
+__device__ __forceinline__ void scan_forward_body(const ScanParams& p, const ScanForwardIO& io,
+                                                  int64_t b) {
   extern __shared__ float4 smem_raw[];
   FwdSmem<W>& s = *reinterpret_cast<FwdSmem<W>*>(smem_raw);
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int64_t b = blockIdx.y, d0 = int64_t(blockIdx.x) * kRows, d = d0 + lane;
+  const int64_t d0 = int64_t(blockIdx.x) * kRows, d = d0 + lane;
   const int len = static_cast<int>(p.lengths[b]);
   const int64_t L = p.time, Dn = p.channels;
   float A[kStates], A2[kStates], h[kStates];
@@ -270,6 +272,19 @@ __global__ void __launch_bounds__(32 * W) scan_forward_kernel(ScanParams p, Scan
     cur = next;
   }
   zero_padding(p, out, b, d0, len);
+}
+
+// Grid rows [0, p0.batch) scan p0, the rest p1 (BiMamba's second direction; p1.batch = 0 when
+// there is none). Each path reads its own parameters straight from the kernel arguments.
+template <typename T, int W>
+__global__ void __launch_bounds__(32 * W)
+    scan_forward_kernel(ScanParams p0, ScanForwardIO io0, ScanParams p1, ScanForwardIO io1) {
+  const int64_t row = blockIdx.y;
+  if (row < p0.batch) {
+    scan_forward_body<T, W>(p0, io0, row);
+  } else {
+    scan_forward_body<T, W>(p1, io1, row - p0.batch);
+  }
 }
 
 // Sums 8 values over the 32 lanes of a warp with 9 shuffles (reduce-scatter, then all-reduce):
@@ -378,11 +393,12 @@ __device__ void input_grads(const ScanParams& p, const ScanBackwardIO& io, BwdSm
 }
 
 template <typename T, int W>
-__global__ void __launch_bounds__(32 * W) scan_backward_kernel(ScanParams p, ScanBackwardIO io) {
+__device__ __forceinline__ void scan_backward_body(const ScanParams& p, const ScanBackwardIO& io,
+                                                   int64_t b) {
   extern __shared__ float4 smem_raw[];
   BwdSmem<W>& s = *reinterpret_cast<BwdSmem<W>*>(smem_raw);
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int64_t b = blockIdx.y, d0 = int64_t(blockIdx.x) * kRows, d = d0 + lane;
+  const int64_t d0 = int64_t(blockIdx.x) * kRows, d = d0 + lane;
   const int len = static_cast<int>(p.lengths[b]);
   const int64_t L = p.time, Dn = p.channels;
   const int N = static_cast<int>(p.state), blocks = gridDim.x;
@@ -464,11 +480,22 @@ __global__ void __launch_bounds__(32 * W) scan_backward_kernel(ScanParams p, Sca
   zero_padding(p, static_cast<T*>(io.dz), b, d0, len);
 }
 
+template <typename T, int W>
+__global__ void __launch_bounds__(32 * W)
+    scan_backward_kernel(ScanParams p0, ScanBackwardIO io0, ScanParams p1, ScanBackwardIO io1) {
+  const int64_t row = blockIdx.y;
+  if (row < p0.batch) {
+    scan_backward_body<T, W>(p0, io0, row);
+  } else {
+    scan_backward_body<T, W>(p1, io1, row - p0.batch);
+  }
+}
+
 // dB, dC (batch, state, time) = the fixed-order sum of the blocks' partials; zero past lengths.
 template <typename T>
-__global__ void reduce_dBC_kernel(ScanParams p, ScanBackwardIO io, int blocks) {
+__device__ __forceinline__ void reduce_dBC(const ScanParams& p, const ScanBackwardIO& io,
+                                           int blocks, int64_t idx) {
   const int64_t L = p.time, N = p.state;
-  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= p.batch * N * L) return;
   // Consecutive threads read consecutive states of one frame (coalesced partials).
   const int64_t n = idx % N, t = (idx / N) % L, b = idx / (N * L);
@@ -485,6 +512,18 @@ __global__ void reduce_dBC_kernel(ScanParams p, ScanBackwardIO io, int blocks) {
   static_cast<T*>(io.dC)[o] = from_float<T>(sum[1]);
 }
 
+template <typename T>
+__global__ void reduce_dBC_kernel(ScanParams p0, ScanBackwardIO io0, ScanParams p1,
+                                  ScanBackwardIO io1, int blocks) {
+  const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t first = p0.batch * p0.state * p0.time;
+  if (idx < first) {
+    reduce_dBC<T>(p0, io0, blocks, idx);
+  } else {
+    reduce_dBC<T>(p1, io1, blocks, idx - first);
+  }
+}
+
 int warps_for(int64_t state) {
   int w = 1;
   while (w * kStates < state) w *= 2;
@@ -492,32 +531,33 @@ int warps_for(int64_t state) {
 }
 
 template <typename T, int W>
-cudaError_t launch_forward(const ScanParams& p, const ScanForwardIO& io, cudaStream_t stream) {
+cudaError_t launch_forward(const ScanParams& p, const ScanForwardIO& io, const ScanParams& p1,
+                           const ScanForwardIO& io1, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.channels + kRows - 1) / kRows),
-                  static_cast<unsigned>(p.batch));
+                  static_cast<unsigned>(p.batch + p1.batch));
   const int smem = sizeof(FwdSmem<W>);
   auto kernel = scan_forward_kernel<T, W>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
-  kernel<<<grid, 32 * W, smem, stream>>>(p, io);
+  kernel<<<grid, 32 * W, smem, stream>>>(p, io, p1, io1);
   return cudaGetLastError();
 }
 
 template <typename T, int W>
-cudaError_t launch_backward(const ScanParams& p, const ScanBackwardIO& io, cudaStream_t stream) {
+cudaError_t launch_backward(const ScanParams& p, const ScanBackwardIO& io, const ScanParams& p1,
+                            const ScanBackwardIO& io1, cudaStream_t stream) {
   const int blocks = static_cast<int>((p.channels + kRows - 1) / kRows);
-  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(p.batch));
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(p.batch + p1.batch));
   const int smem = sizeof(BwdSmem<W>);
   auto kernel = scan_backward_kernel<T, W>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
-  kernel<<<grid, 32 * W, smem, stream>>>(p, io);
+  kernel<<<grid, 32 * W, smem, stream>>>(p, io, p1, io1);
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
-  const int64_t total = p.batch * p.state * p.time;
+  const int64_t total = (p.batch + p1.batch) * p.state * p.time;
   const int threads = 256;
-  reduce_dBC_kernel<T>
-      <<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, stream>>>(p, io,
-                                                                                       blocks);
+  reduce_dBC_kernel<T><<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0,
+                         stream>>>(p, io, p1, io1, blocks);
   return cudaGetLastError();
 }
 
@@ -538,15 +578,23 @@ cudaError_t by_warps(const ScanParams& p, Launch&& launch) {
 }
 
 template <typename T>
-cudaError_t forward_typed(const ScanParams& p, const ScanForwardIO& io, cudaStream_t stream) {
+cudaError_t forward_typed(const ScanParams& p, const ScanForwardIO& io, const ScanParams& p1,
+                          const ScanForwardIO& io1, cudaStream_t stream) {
   return by_warps<T, ScanForwardIO>(
-      p, [&](auto w) { return launch_forward<T, decltype(w)::value>(p, io, stream); });
+      p, [&](auto w) { return launch_forward<T, decltype(w)::value>(p, io, p1, io1, stream); });
 }
 
 template <typename T>
-cudaError_t backward_typed(const ScanParams& p, const ScanBackwardIO& io, cudaStream_t stream) {
+cudaError_t backward_typed(const ScanParams& p, const ScanBackwardIO& io, const ScanParams& p1,
+                           const ScanBackwardIO& io1, cudaStream_t stream) {
   return by_warps<T, ScanBackwardIO>(
-      p, [&](auto w) { return launch_backward<T, decltype(w)::value>(p, io, stream); });
+      p, [&](auto w) { return launch_backward<T, decltype(w)::value>(p, io, p1, io1, stream); });
+}
+
+// A second scan can share a launch when the kernels' template and grid fit both.
+bool same_shape(const ScanParams& p, const ScanParams& p1) {
+  return p1.batch == 0 || (p1.channels == p.channels && p1.time == p.time &&
+                           p1.state == p.state && p1.dtype == p.dtype);
 }
 
 const char* error_text(cudaError_t err) {
@@ -566,28 +614,40 @@ int64_t scan_workspace_floats(const ScanParams& p) {
 }
 
 const char* scan_forward(const ScanParams& p, const ScanForwardIO& io, void* stream) {
-  if (p.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (p.dtype) {
-    case ScanDtype::kFloat32:
-      return error_text(forward_typed<float>(p, io, s));
-    case ScanDtype::kFloat16:
-      return error_text(forward_typed<__half>(p, io, s));
-    default:
-      return error_text(forward_typed<__nv_bfloat16>(p, io, s));
-  }
+  return scan_forward2(p, io, ScanParams(), ScanForwardIO(), stream);
 }
 
 const char* scan_backward(const ScanParams& p, const ScanBackwardIO& io, void* stream) {
-  if (p.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
+  return scan_backward2(p, io, ScanParams(), ScanBackwardIO(), stream);
+}
+
+const char* scan_forward2(const ScanParams& p, const ScanForwardIO& io, const ScanParams& p1,
+                          const ScanForwardIO& io1, void* stream) {
+  if (!same_shape(p, p1)) return "the two scans of one launch differ in shape or type";
+  if (p.batch + p1.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
   auto s = static_cast<cudaStream_t>(stream);
   switch (p.dtype) {
     case ScanDtype::kFloat32:
-      return error_text(backward_typed<float>(p, io, s));
+      return error_text(forward_typed<float>(p, io, p1, io1, s));
     case ScanDtype::kFloat16:
-      return error_text(backward_typed<__half>(p, io, s));
+      return error_text(forward_typed<__half>(p, io, p1, io1, s));
     default:
-      return error_text(backward_typed<__nv_bfloat16>(p, io, s));
+      return error_text(forward_typed<__nv_bfloat16>(p, io, p1, io1, s));
+  }
+}
+
+const char* scan_backward2(const ScanParams& p, const ScanBackwardIO& io, const ScanParams& p1,
+                           const ScanBackwardIO& io1, void* stream) {
+  if (!same_shape(p, p1)) return "the two scans of one launch differ in shape or type";
+  if (p.batch + p1.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (p.dtype) {
+    case ScanDtype::kFloat32:
+      return error_text(backward_typed<float>(p, io, p1, io1, s));
+    case ScanDtype::kFloat16:
+      return error_text(backward_typed<__half>(p, io, p1, io1, s));
+    default:
+      return error_text(backward_typed<__nv_bfloat16>(p, io, p1, io1, s));
   }
 }
 

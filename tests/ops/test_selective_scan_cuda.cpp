@@ -167,6 +167,70 @@ TEST_CASE("CUDA selective_scan backward is bitwise reproducible", "[.cuda]") {
   }
 }
 
+namespace {
+
+masr::ops::ScanDirection direction_of(const ScanInputSet& s) {
+  return {s.u, s.delta, s.A, s.B, s.C, s.D, s.bias};
+}
+
+// Both directions through selective_scan_bidirectional: outputs, then the gradients of
+// sum(wf * yf) + sum(wr * yr) for the forward set's inputs, the reverse set's, and the shared z.
+std::vector<at::Tensor> bidirectional_run(ScanInputSet f, ScanInputSet r, const at::Tensor& wf,
+                                          const at::Tensor& wr) {
+  r.z = f.z;  // shared
+  std::vector<at::Tensor*> leaves = {&f.u, &f.delta, &f.A, &f.B, &f.C, &f.D, &f.bias,
+                                     &r.u, &r.delta, &r.A, &r.B, &r.C, &r.D, &r.bias, &f.z};
+  for (at::Tensor* t : leaves) *t = t->detach().clone().requires_grad_(true);
+  r.z = f.z;
+  const auto [yf, yr] =
+      masr::ops::selective_scan_bidirectional(direction_of(f), direction_of(r), f.z, f.lengths);
+  ((yf.to(at::kFloat) * wf.to(at::kFloat)).sum() + (yr.to(at::kFloat) * wr.to(at::kFloat)).sum())
+      .backward();
+  std::vector<at::Tensor> out = {yf.detach(), yr.detach()};
+  for (at::Tensor* t : leaves) out.push_back(t->grad());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA bidirectional scan (both directions in one launch) matches the CPU scans",
+          "[.cuda]") {
+  REQUIRE(cuda_ready());
+  const char* const names[] = {"yf",  "yr",      "f.u",  "f.delta", "f.A", "f.B", "f.C", "f.D",
+                               "f.bias", "r.u", "r.delta", "r.A", "r.B", "r.C", "r.D", "r.bias",
+                               "z"};
+  uint64_t seed = 1300;
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (ScanCase c : shapes()) {
+      INFO(describe(c, dtype));
+      const Tolerance tol = tolerance_for(dtype);
+      ScanInputSet f = rounded(masr::test::random_scan_inputs(c, at::kFloat, seed++), dtype);
+      ScanInputSet r = rounded(masr::test::random_scan_inputs(c, at::kFloat, seed++), dtype);
+      if (c.batch > 2) f.lengths[2] = 0;  // an empty utterance
+      r.lengths = f.lengths;
+      const at::Tensor wf = torch::randn({c.batch, c.channels, c.time}).to(dtype).to(at::kFloat);
+      const at::Tensor wr = torch::randn({c.batch, c.channels, c.time}).to(dtype).to(at::kFloat);
+      const auto want = bidirectional_run(f, r, wf, wr);  // CPU: two scans
+      const auto got = bidirectional_run(on_cuda(f, dtype), on_cuda(r, dtype),
+                                         wf.to(at::kCUDA, dtype), wr.to(at::kCUDA, dtype));
+      for (size_t i = 0; i < want.size(); ++i) {
+        INFO(names[i]);
+        REQUIRE(got[i].defined());
+        const at::Tensor g = got[i].cpu().to(at::kFloat);
+        CHECK_FALSE(g.isnan().any().item<bool>());
+        CHECK(masr::test::relative_error(g, want[i], 1e-6) <= (i < 2 ? tol.forward : tol.gradient));
+      }
+      // One launch computes each direction exactly as a launch of its own does.
+      ScanCase reverse = c;
+      reverse.reverse = true;
+      ScanInputSet rz = on_cuda(r, dtype);
+      rz.z = on_cuda(f, dtype).z;
+      CHECK(torch::equal(got[0], masr::test::run_fast(on_cuda(f, dtype), c)));
+      CHECK(torch::equal(got[1], masr::test::run_fast(rz, reverse)));
+    }
+  }
+}
+
 #ifdef MASR_WITH_CUDA
 namespace {
 
@@ -235,6 +299,52 @@ TEST_CASE("CUDA selective_scan timing at the reference shapes", "[.cuda-bench]")
     std::printf("    spread p10-p90: fwd %.4f-%.4f  fwd+ck %.4f-%.4f  bwd %.4f-%.4f ms\n", fwd.p10,
                 fwd.p90, fwd_ck.p10, fwd_ck.p90, bwd.p10, bwd.p90);
     CHECK(fwd.median > 0);
+  }
+}
+TEST_CASE("CUDA bidirectional scan timing: one launch against two", "[.cuda-bench]") {
+  REQUIRE(cuda_ready());
+  struct Shape {
+    int64_t b, d, l, n;
+  };
+  // ConMamba-L at the reference batch, ConMamba-S and the bundled model at decoding sizes.
+  const Shape shapes[] = {{16, 1024, 750, 16}, {4, 288, 250, 16}, {32, 384, 250, 16},
+                          {1, 384, 100, 16}};
+  std::printf("\n%-22s %12s %12s %12s %12s\n", "B D L N (bf16)", "fwd 2x1 ms", "fwd 1x2 ms",
+              "bwd 2x1 ms", "bwd 1x2 ms");
+  for (const Shape& s : shapes) {
+    const auto o = at::TensorOptions().device(at::kCUDA);
+    const auto a = o.dtype(at::kBFloat16);
+    auto inputs = [&](bool reverse) {
+      masr::ops::ScanOptions options;
+      options.reverse = reverse;
+      return masr::ops::prepare_cuda_scan(
+          torch::randn({s.b, s.d, s.l}, a), torch::randn({s.b, s.d, s.l}, a),
+          -torch::arange(1, s.n + 1, o.dtype(at::kFloat)).repeat({s.d, 1}),
+          torch::randn({s.b, s.n, s.l}, a), torch::randn({s.b, s.n, s.l}, a),
+          torch::ones({s.d}, o), torch::randn({s.b, s.d, s.l}, a),
+          torch::full({s.d}, -4.6f, o), at::Tensor(), options);
+    };
+    const masr::ops::CudaScanInputs f = inputs(false), r = inputs(true);
+    const at::Tensor dout = torch::randn({s.b, s.d, s.l}, a);
+    const at::Tensor ckf = masr::ops::cuda_scan_forward(f, true).checkpoints;
+    const at::Tensor ckr = masr::ops::cuda_scan_forward(r, true).checkpoints;
+    const Timing two = time_cuda([&] {
+      masr::ops::cuda_scan_forward(f, false);
+      masr::ops::cuda_scan_forward(r, false);
+    });
+    const Timing one = time_cuda([&] { masr::ops::cuda_scan_forward2(f, r, false); });
+    const Timing two_b = time_cuda([&] {
+      masr::ops::cuda_scan_backward(f, ckf, dout);
+      masr::ops::cuda_scan_backward(r, ckr, dout);
+    });
+    const Timing one_b =
+        time_cuda([&] { masr::ops::cuda_scan_backward2(f, ckf, dout, r, ckr, dout); });
+    char name[64];
+    std::snprintf(name, sizeof(name), "%lld %lld %lld %lld", (long long)s.b, (long long)s.d,
+                  (long long)s.l, (long long)s.n);
+    std::printf("%-22s %12.4f %12.4f %12.4f %12.4f\n", name, two.median, one.median,
+                two_b.median, one_b.median);
+    CHECK(one.median > 0);
   }
 }
 #endif
