@@ -61,6 +61,19 @@ __device__ __forceinline__ float softplus(float x) {
   return fmaxf(x, 0.f) + l;
 }
 __device__ __forceinline__ float sigmoid(float x) { return __fdividef(1.f, 1.f + __expf(-x)); }
+// softplus'(x) = sigmoid(x) = 1 - exp(-softplus(x)), from dt = softplus(x): a series below 1e-2
+// (where 1 - __expf would lose the relative precision), relative error ~1e-5 above.
+__device__ __forceinline__ float softplus_grad(float dt) {
+  return dt < 1e-2f ? dt * (1.f - dt * (0.5f - dt * (1.f / 6.f))) : 1.f - __expf(-dt);
+}
+// This warp's 4 entries of a B or C row in shared memory (16-byte aligned: rows are W * 4
+// floats and the arrays start at multiples of 16 bytes), in one load.
+__device__ __forceinline__ float4 state_quad(const float* row, int w) {
+  return *reinterpret_cast<const float4*>(row + w * kStates);
+}
+__device__ __forceinline__ float quad_at(const float4& q, int i) {
+  return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
+}
 
 template <int W>
 struct FwdSmem {
@@ -77,6 +90,7 @@ struct BwdSmem {
   float pa[kChunk][W][kPitch];  // partial y (recompute), then partial sum_n dh*h*a*A
   float pb[kChunk][W][kPitch];  // partial sum_n dh*B
   float dbias[kRows];
+  float D[kRows], bias[kRows];  // the block's D and delta_bias (0 where absent)
 };
 
 // Where step `step` of utterance b lies in time, or -1 past its length.
@@ -161,14 +175,15 @@ __device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, 
 // past the length (dt = 0: decay 1 and no input, so padding never reaches the state).
 template <typename T, int W, typename S>
 __device__ __forceinline__ void stage_chunk(const ScanParams& p, const ChunkRegs<T, W>& r,
-                                            const RowConstants<W>* rc, S& s, int64_t d0, int c,
-                                            int len) {
+                                            const RowConstants<W>* rc, const float* shared_bias,
+                                            S& s, int64_t d0, int c, int len) {
 #pragma unroll
   for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
     const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
     const bool ok = d0 + j < p.channels && frame_of(p, len, c * kChunk + k) >= 0;
-    // rc: the forward's hoisted biases; null in the backward, whose registers are all taken.
-    float dt = to_float(r.delta[q]) + (rc ? rc->bias[q] : (p.bias && ok ? p.bias[d0 + j] : 0.f));
+    // rc: the forward's biases in registers; the backward, whose registers are all taken, reads
+    // them from shared memory.
+    float dt = to_float(r.delta[q]) + (rc ? rc->bias[q] : shared_bias[j]);
     if (p.softplus) dt = softplus(dt);
     dt = ok ? dt : 0.f;
     const float u = to_float(r.u[q]);
@@ -233,18 +248,18 @@ __device__ __forceinline__ void scan_forward_body(const ScanParams& p, const Sca
   ChunkRegs<T, W> cur, next;
   fetch_chunk<T, W>(p, nullptr, b, d0, 0, len, cur);
   for (int c = 0; c < chunks; ++c) {
-    stage_chunk<T, W>(p, cur, &rc, s, d0, c, len);
+    stage_chunk<T, W>(p, cur, &rc, nullptr, s, d0, c, len);
     __syncthreads();
     fetch_chunk<T, W>(p, nullptr, b, d0, c + 1 < chunks ? c + 1 : -1, len, next);
 #pragma unroll
     for (int k = 0; k < kChunk; ++k) {
       const float dt = s.dt[k][lane], dtu = s.dtu[k][lane];
+      const float4 Bk = state_quad(s.B[k], w), Ck = state_quad(s.C[k], w);
       float y = 0.f;
 #pragma unroll
       for (int i = 0; i < kStates; ++i) {
-        const int n = w * kStates + i;
-        h[i] = fmaf(exp2_approx(dt * A2[i]), h[i], dtu * s.B[k][n]);
-        y = fmaf(s.C[k][n], h[i], y);
+        h[i] = fmaf(exp2_approx(dt * A2[i]), h[i], dtu * quad_at(Bk, i));
+        y = fmaf(quad_at(Ck, i), h[i], y);
       }
       s.yp[k][w][lane] = y;
     }
@@ -331,13 +346,13 @@ __device__ __forceinline__ void recompute_chunk(BwdSmem<W>& s, const float* A2, 
 #pragma unroll
   for (int k = 0; k < kChunk; ++k) {
     const float dt = s.dt[k][lane], dtu = s.dtu[k][lane];
+    const float4 Bk = state_quad(s.B[k], w), Ck = state_quad(s.C[k], w);
     float y = 0.f;
 #pragma unroll
     for (int i = 0; i < kStates; ++i) {
-      const int n = w * kStates + i;
       const float prev = k ? hs[k - 1][i] : h0[i];
-      hs[k][i] = fmaf(exp2_approx(dt * A2[i]), prev, dtu * s.B[k][n]);
-      y = fmaf(s.C[k][n], hs[k][i], y);
+      hs[k][i] = fmaf(exp2_approx(dt * A2[i]), prev, dtu * quad_at(Bk, i));
+      y = fmaf(quad_at(Ck, i), hs[k][i], y);
     }
     s.pa[k][w][lane] = y;
   }
@@ -351,7 +366,7 @@ __device__ void gate_backward(const ScanParams& p, const ScanBackwardIO& io, Bwd
     const int j = e / kChunk, k = e % kChunk;
     const int t = frame_of(p, len, c * kChunk + k);
     if (d0 + j >= p.channels || t < 0 || p.z == nullptr) continue;
-    float y = p.D ? p.D[d0 + j] * s.u[k][j] : 0.f;
+    float y = s.D[j] * s.u[k][j];
 #pragma unroll
     for (int v = 0; v < W; ++v) y += s.pa[k][v][j];
     const float zv = s.z[k][j], dout = s.dy[k][j], sg = sigmoid(zv);
@@ -377,10 +392,9 @@ __device__ void input_grads(const ScanParams& p, const ScanBackwardIO& io, BwdSm
         sb += s.pb[k][v][j];
       }
       const float dt = s.dt[k][j], u = s.u[k][j];
-      const float du = (p.D ? p.D[d0 + j] * s.dy[k][j] : 0.f) + sb * dt;
-      ddelta = sa + sb * u;
-      // softplus'(x) = sigmoid(x) = 1 - exp(-softplus(x)).
-      if (p.softplus) ddelta *= -expm1f(-dt);
+      const float du = fmaf(s.D[j], s.dy[k][j], sb * dt);
+      ddelta = fmaf(sb, u, sa);
+      if (p.softplus) ddelta *= softplus_grad(dt);
       const int64_t i = (b * p.channels + d0 + j) * p.time + t;
       static_cast<T*>(io.du)[i] = from_float<T>(du);
       static_cast<T*>(io.ddelta)[i] = from_float<T>(ddelta);
@@ -408,7 +422,13 @@ __device__ __forceinline__ void scan_backward_body(const ScanParams& p, const Sc
 #pragma unroll
   for (int i = 0; i < kStates; ++i) g[i] = dA[i] = 0.f;
   float dD = 0.f;
-  if (threadIdx.x < kRows) s.dbias[threadIdx.x] = 0.f;
+  if (threadIdx.x < kRows) {
+    const int64_t row = d0 + threadIdx.x;
+    s.dbias[threadIdx.x] = 0.f;
+    s.D[threadIdx.x] = p.D && row < Dn ? p.D[row] : 0.f;
+    s.bias[threadIdx.x] = p.bias && row < Dn ? p.bias[row] : 0.f;
+  }
+  __syncthreads();
   const T* dout = static_cast<const T*>(io.dout);
   ChunkRegs<T, W> cur, next;
   float h0_next[kStates];
@@ -416,7 +436,7 @@ __device__ __forceinline__ void scan_backward_body(const ScanParams& p, const Sc
   fetch_chunk<T, W>(p, dout, b, d0, last, len, cur);
   load_start_state(p, io.checkpoints, b, d, last, h0);
   for (int c = last; c >= 0; --c) {
-    stage_chunk<T, W>(p, cur, nullptr, s, d0, c, len);
+    stage_chunk<T, W>(p, cur, nullptr, s.bias, s, d0, c, len);
 #pragma unroll
     for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
       const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
@@ -433,16 +453,16 @@ __device__ __forceinline__ void scan_backward_body(const ScanParams& p, const Sc
 #pragma unroll
     for (int k = kChunk - 1; k >= 0; --k) {
       const float dt = s.dt[k][lane], dtu = s.dtu[k][lane], dy = s.dy[k][lane];
+      const float4 Bk = state_quad(s.B[k], w), Ck = state_quad(s.C[k], w);
       float sa = 0.f, sb = 0.f, v[8];
 #pragma unroll
       for (int i = 0; i < kStates; ++i) {
-        const int n = w * kStates + i;
         const float a = exp2_approx(dt * A2[i]);
-        const float dh = fmaf(dy, s.C[k][n], g[i]);
+        const float dh = fmaf(dy, quad_at(Ck, i), g[i]);
         const float dlog = dh * (k ? hs[k - 1][i] : h0[i]) * a;  // d loss / d (dt * A)
         sa = fmaf(dlog, A[i], sa);
         dA[i] = fmaf(dlog, dt, dA[i]);
-        sb = fmaf(dh, s.B[k][n], sb);
+        sb = fmaf(dh, quad_at(Bk, i), sb);
         v[i] = dh * dtu;
         v[kStates + i] = dy * hs[k][i];
         g[i] = a * dh;
@@ -480,8 +500,9 @@ __device__ __forceinline__ void scan_backward_body(const ScanParams& p, const Sc
   zero_padding(p, static_cast<T*>(io.dz), b, d0, len);
 }
 
-template <typename T, int W>
-__global__ void __launch_bounds__(32 * W)
+// MinBlocks: resident blocks per multiprocessor the register allocation must allow (1: none).
+template <typename T, int W, int MinBlocks>
+__global__ void __launch_bounds__(32 * W, MinBlocks)
     scan_backward_kernel(ScanParams p0, ScanBackwardIO io0, ScanParams p1, ScanBackwardIO io1) {
   const int64_t row = blockIdx.y;
   if (row < p0.batch) {
@@ -549,7 +570,15 @@ cudaError_t launch_backward(const ScanParams& p, const ScanBackwardIO& io, const
   const int blocks = static_cast<int>((p.channels + kRows - 1) / kRows);
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(p.batch + p1.batch));
   const int smem = sizeof(BwdSmem<W>);
-  auto kernel = scan_backward_kernel<T, W>;
+  // More blocks than fit twice on each multiprocessor: cap the registers (128 instead of ~215,
+  // a few spills) for 4 resident blocks instead of 2 (docs/kernels.md, v5). A grid that fits
+  // anyway keeps the spill-free build.
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const bool capped = W == 4 && int64_t(grid.x) * grid.y > 2 * int64_t(sms);
+  auto kernel =
+      capped ? scan_backward_kernel<T, W, (W == 4 ? 4 : 1)> : scan_backward_kernel<T, W, 1>;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   kernel<<<grid, 32 * W, smem, stream>>>(p, io, p1, io1);
