@@ -25,6 +25,21 @@ AsrModelRecognizer::AsrModelRecognizer(std::shared_ptr<models::AsrModel> model)
   }
   for (int id = 0; id < tokenizer->vocab_size(); ++id)
     pieces_.push_back(tokenizer->id_to_piece(id));
+  finish_setup();
+}
+
+AsrModelRecognizer::AsrModelRecognizer(std::shared_ptr<models::AsrModel> model,
+                                       std::vector<std::string> pieces)
+    : model_(std::move(model)), pieces_(std::move(pieces)) {
+  if (static_cast<int64_t>(pieces_.size()) != model_->vocab_size()) {
+    throw_config_error("recognizer: " + std::to_string(pieces_.size()) +
+                       " token pieces for a model with " + std::to_string(model_->vocab_size()) +
+                       " outputs");
+  }
+  finish_setup();
+}
+
+void AsrModelRecognizer::finish_setup() {
   // The encoder frame shift: the feature hop times the front end's time stride (exact; the ratio
   // of feature to encoder frames of one batch rounds, drifting by a frame every few seconds).
   frame_seconds_ = model_->fbank().config().hop_length_ms / 1000.0 *
@@ -73,7 +88,14 @@ std::unique_ptr<SequenceScorer> AsrModelRecognizer::incremental_decoder(const at
 }
 
 std::string AsrModelRecognizer::detokenize(const std::vector<int64_t>& tokens) const {
-  return model_->tokenizer()->decode(std::vector<int>(tokens.begin(), tokens.end()));
+  if (model_->tokenizer()) {
+    return model_->tokenizer()->decode(std::vector<int>(tokens.begin(), tokens.end()));
+  }
+  std::string text;
+  for (const int64_t t : tokens) {
+    if (t >= 0 && t < static_cast<int64_t>(pieces_.size())) text += pieces_[t];
+  }
+  return text;
 }
 
 at::Device AsrModelRecognizer::device() const { return model_->device(); }

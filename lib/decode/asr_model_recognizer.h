@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "decode/batch_decoder.h"
 #include "models/asr_model.h"
@@ -14,6 +16,9 @@ class AsrModelRecognizer : public RecognitionModel {
  public:
   // Throws a config error when the model has no tokenizer or it does not fit the vocabulary.
   explicit AsrModelRecognizer(std::shared_ptr<models::AsrModel> model);
+  // A model without a tokenizer (random weights, in benchmarks): token i reads as pieces[i].
+  // Throws a config error when pieces does not cover the vocabulary.
+  AsrModelRecognizer(std::shared_ptr<models::AsrModel> model, std::vector<std::string> pieces);
 
   std::pair<at::Tensor, at::Tensor> encode(const at::Tensor& wavs,
                                            const at::Tensor& rel_lens) override;
@@ -32,6 +37,8 @@ class AsrModelRecognizer : public RecognitionModel {
   double frame_seconds() const override { return frame_seconds_; }
 
  private:
+  void finish_setup();
+
   std::shared_ptr<models::AsrModel> model_;
   std::vector<std::string> pieces_;
   double frame_seconds_ = 0.04;

@@ -2,6 +2,7 @@
 // "s2s-step": joint CTC/attention beam search (beam 10, ctc_weight 0.4) over a random encoder
 // output (T 250, V 5000) with small random Transformer and Mamba decoders, before/after caching.
 // "decode-files": a trained model's whole file-to-text pipeline over real audio files.
+// "s2s-decode-rtf": a full-size S2S model's beam search (+ CTC, + LM) on random audio.
 #include "decode/decode_benchmark.h"
 
 #include <ATen/Parallel.h>
@@ -18,6 +19,10 @@
 #include "decode/decode_inputs.h"
 #include "decode/file_transcriber.h"
 #include "decode/model_scorers.h"
+#include "hparams/hparams.h"
+#include "models/lm_model.h"
+#include "runtime/peak_memory.h"
+#include "runtime/step_bench.h"
 #include "core/error.h"
 #include "models/asr_model.h"
 #include "decode/s2s_beam_search.h"
@@ -166,6 +171,88 @@ std::vector<runtime::BenchResult> run_decode_files(const runtime::BenchSettings&
   return results;
 }
 
+// Decoding steps per second of audio for s2s-decode-rtf. A model with random weights never
+// prefers eos, so the search is held to a realistic length instead: eos blocked before
+// int(T * ratio) steps and the search stopped there. 4 per second: LibriSpeech test-clean has
+// about 2.7 words per second and a 5000-piece unigram tokenizer about 1.4 pieces per word.
+constexpr double kDecodeStepsPerSecond = 4.0;
+
+// `mamba-asr decode --search s2s` on random audio with a full-size model from hparams (random
+// weights): features, encoder, joint CTC/attention beam search (beam 10, ctc_weight 0.4, the
+// decoder stepped with caches), with and without a Transformer LM (weight 0.6) built from
+// hparams/LM/transformer.yaml, and the CTC forced alignment of the result.
+std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& settings) {
+  hparams::LoadOptions options;
+  options.placeholder_value = "unused";
+  const std::string asr_file =
+      settings.hparams.empty() ? "hparams/S2S/conmamba_large.yaml" : settings.hparams;
+  const std::shared_ptr<models::AsrModel> model =
+      models::AsrModel::from_hparams(hparams::load_file(asr_file, options));
+  if (!model->is_s2s()) {
+    throw Error(ErrorKind::kUsage, "bench s2s-decode-rtf: " + asr_file +
+                                       " has no attention decoder; give an S2S model's hparams");
+  }
+  if (settings.device != "cpu") model->to(c10::Device(settings.device));
+  const int rate = model->fbank().config().sample_rate;
+  runtime::prime_for_evaluation(*model, rate);
+  std::vector<std::string> pieces;
+  for (int64_t id = 0; id < model->vocab_size(); ++id) pieces.push_back("_" + std::to_string(id));
+  AsrModelRecognizer recognizer(model, pieces);
+
+  const std::string lm_file = "hparams/LM/transformer.yaml";
+  const auto lm = models::LmModel::from_hparams(hparams::load_file(lm_file, options));
+  if (lm->vocab_size() != model->vocab_size()) {
+    throw Error(ErrorKind::kUsage, "bench s2s-decode-rtf: " + lm_file + " has " +
+                                       std::to_string(lm->vocab_size()) + " tokens, " + asr_file +
+                                       " " + std::to_string(model->vocab_size()));
+  }
+  if (settings.device != "cpu") lm->lm()->to(c10::Device(settings.device));
+  lm->lm()->eval();
+  TransformerLmScorer lm_scorer(lm->lm());
+
+  DecodeConfig config;
+  config.search = "s2s";
+  config.precision = settings.precision;
+  config.ctc.blank = config.s2s.blank = model->blank_index();
+  config.s2s.bos = model->bos_index();
+  config.s2s.eos = model->eos_index();
+  config.s2s.min_decode_ratio = config.s2s.max_decode_ratio =
+      kDecodeStepsPerSecond * recognizer.frame_seconds();
+  const std::string precision = model->device().is_cuda() ? settings.precision : "fp32";
+
+  std::vector<runtime::BenchResult> results;
+  torch::manual_seed(0);
+  const auto samples = static_cast<int64_t>(settings.seconds * rate);
+  for (const int64_t batch :
+       settings.batches.empty() ? std::vector<int64_t>{1, 8} : settings.batches) {
+    std::vector<std::vector<float>> audio(static_cast<size_t>(batch));
+    std::vector<const std::vector<float>*> waveforms;
+    for (auto& a : audio) {
+      const at::Tensor wav = (torch::randn({samples}) * 0.1).contiguous();
+      a.assign(wav.data_ptr<float>(), wav.data_ptr<float>() + samples);
+      waveforms.push_back(&a);
+    }
+    for (const bool with_lm : {false, true}) {
+      config.s2s.lm_weight = with_lm ? 0.6 : 0.0;
+      runtime::reset_peak_memory(settings.device);
+      auto r = runtime::measure(
+          "s2s-decode/" + precision + "/b" + std::to_string(batch) + (with_lm ? "/ctc+lm" : "/ctc"),
+          settings,
+          [&] { (void)decode_batch(recognizer, waveforms, config, with_lm ? &lm_scorer : nullptr); });
+      r.work = settings.seconds * static_cast<double>(batch);
+      r.work_unit = "audio-s";
+      r.metrics.push_back({"rtfx", r.throughput()});
+      r.metrics.push_back({"peak_bytes", static_cast<double>(runtime::peak_memory(settings.device))});
+      r.note = asr_file + " (random weights), " + std::to_string(batch) + " x " +
+               std::to_string(settings.seconds).substr(0, 4) + " s, beam 10, ctc_weight 0.4" +
+               (with_lm ? ", LM " + lm_file + " weight 0.6" : "") + ", " +
+               std::to_string(kDecodeStepsPerSecond).substr(0, 3) + " steps per audio second";
+      results.push_back(std::move(r));
+    }
+  }
+  return results;
+}
+
 }  // namespace
 
 void register_decode_benchmarks() {
@@ -181,6 +268,13 @@ void register_decode_benchmarks() {
        "over the prefix or stepped with caches, CTC scored on the full vocabulary or a 1.5 x "
        "beam pre-beam",
        run_s2s_step});
+  runtime::register_benchmark(
+      {"s2s-decode-rtf",
+       "S2S decoding of a full-size model from --hparams (default hparams/S2S/conmamba_large.yaml, "
+       "random weights) on random audio, --batch 1,8 x --seconds: beam 10 + CTC 0.4, without and "
+       "with the hparams/LM/transformer.yaml LM (weight 0.6); 4 decoding steps per audio second "
+       "(eos held off); RTFx and peak memory",
+       run_s2s_decode, /*only_when_named=*/true});
 }
 
 }  // namespace masr::decode

@@ -124,14 +124,17 @@ DecodeBench::DecodeBench(const hparams::Hparams& hp, const std::string& device)
   state_->model = models::AsrModel::from_hparams(hp);
   if (device != "cpu") state_->model->to(c10::Device(device));
   if (const auto* rate = hp.find("sample_rate")) state_->sample_rate = rate->as_int();
-  // A fresh model has no global normalization statistics, which evaluation requires: one
-  // training-mode update from random audio (outside inference mode, so that the statistics stay
-  // ordinary tensors that a train step sharing the modules may update later).
+  prime_for_evaluation(*state_->model, state_->sample_rate);
+}
+
+void prime_for_evaluation(models::AsrModel& model, int sample_rate) {
+  // Outside inference mode, so that the statistics stay ordinary tensors that a train step
+  // sharing the modules may update later.
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
-  const at::Tensor wav = (torch::randn({1, state_->sample_rate}) * 0.1).to(state_->model->device());
-  (void)state_->model->features(wav, {}, 1, /*update_norm=*/true);
-  state_->model->eval();
+  const at::Tensor wav = (torch::randn({1, sample_rate}) * 0.1).to(model.device());
+  (void)model.features(wav, {}, 1, /*update_norm=*/true);
+  model.eval();
 }
 
 DecodeBench::~DecodeBench() = default;

@@ -12,6 +12,9 @@
 namespace masr::hparams {
 class Hparams;
 }
+namespace masr::models {
+class AsrModel;
+}
 
 namespace masr::runtime {
 
@@ -50,6 +53,11 @@ class DecodeBench {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// Readies a model built from hparams (random weights) for evaluation: a fresh model has no global
+// normalization statistics, which evaluation requires, so one training-mode feature pass over a
+// second of random audio gives it some; then eval().
+void prime_for_evaluation(models::AsrModel& model, int sample_rate);
 
 // Registers "train-step" and "decode-rtf" with `mamba-asr bench` (--hparams, --batch, --seconds).
 void register_step_benchmarks();
