@@ -127,11 +127,14 @@ std::vector<runtime::BenchResult> run_decode_files(const runtime::BenchSettings&
     }
   }
   std::vector<runtime::BenchResult> results;
-  for (const int64_t batch : settings.batches.empty() ? std::vector<int64_t>{32} : settings.batches) {
+  for (const int64_t batch :
+       settings.batches.empty() ? std::vector<int64_t>{32} : settings.batches) {
     std::vector<double> read_seconds;
     size_t words = 0;
     const Batching batching{static_cast<int>(batch), settings.batch_seconds};
-    std::string name = "decode-files/" + search + "/" + (model->device().is_cuda() ? settings.precision : "fp32") + "/b" + std::to_string(batch);
+    std::string name = "decode-files/" + search + "/" +
+                       (model->device().is_cuda() ? settings.precision : "fp32") + "/b" +
+                       std::to_string(batch);
     if (settings.batch_seconds > 0)
       name += "/" + std::to_string(static_cast<int64_t>(settings.batch_seconds)) + "s";
     auto r = runtime::measure(name, settings, [&] {
@@ -237,12 +240,14 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
       runtime::reset_peak_memory(settings.device);
       auto r = runtime::measure(
           "s2s-decode/" + precision + "/b" + std::to_string(batch) + (with_lm ? "/ctc+lm" : "/ctc"),
-          settings,
-          [&] { (void)decode_batch(recognizer, waveforms, config, with_lm ? &lm_scorer : nullptr); });
+          settings, [&] {
+            (void)decode_batch(recognizer, waveforms, config, with_lm ? &lm_scorer : nullptr);
+          });
       r.work = settings.seconds * static_cast<double>(batch);
       r.work_unit = "audio-s";
       r.metrics.push_back({"rtfx", r.throughput()});
-      r.metrics.push_back({"peak_bytes", static_cast<double>(runtime::peak_memory(settings.device))});
+      r.metrics.push_back(
+          {"peak_bytes", static_cast<double>(runtime::peak_memory(settings.device))});
       r.note = asr_file + " (random weights), " + std::to_string(batch) + " x " +
                std::to_string(settings.seconds).substr(0, 4) + " s, beam 10, ctc_weight 0.4" +
                (with_lm ? ", LM " + lm_file + " weight 0.6" : "") + ", " +

@@ -24,13 +24,13 @@ TEST_CASE("a random S2S model without a tokenizer decodes with explicit pieces",
   REQUIRE_FALSE(model->tokenizer());
   masr::runtime::prime_for_evaluation(*model, model->fbank().config().sample_rate);
 
-  CHECK_THROWS_WITH(masr::decode::AsrModelRecognizer(model),
-                    Catch::Contains("has no tokenizer"));
+  CHECK_THROWS_WITH(masr::decode::AsrModelRecognizer(model), Catch::Contains("has no tokenizer"));
   CHECK_THROWS_WITH(masr::decode::AsrModelRecognizer(model, {"a", "b"}),
                     Catch::Contains("2 token pieces for a model with " +
                                     std::to_string(model->vocab_size()) + " outputs"));
   std::vector<std::string> pieces;
-  for (int64_t id = 0; id < model->vocab_size(); ++id) pieces.push_back("<" + std::to_string(id) + ">");
+  for (int64_t id = 0; id < model->vocab_size(); ++id)
+    pieces.push_back("<" + std::to_string(id) + ">");
   masr::decode::AsrModelRecognizer recognizer(model, pieces);
   CHECK(recognizer.detokenize({3, 17, 3}) == "<3><17><3>");
 
