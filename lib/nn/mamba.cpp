@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "nn/masks.h"
+#include "ops/causal_conv.h"
 #include "ops/selective_scan.h"
 
 namespace masr::nn {
@@ -66,18 +67,9 @@ ops::ScanDirection MambaImpl::direction(const at::Tensor& x, torch::nn::Conv1d& 
                                        torch::nn::Linear& xp, torch::nn::Linear& dtp,
                                        const at::Tensor& a_log, const at::Tensor& d,
                                        bool reverse) const {
-  const int64_t T = x.size(2);
-  at::Tensor conv_out;
-  if (!reverse) {
-    // Causal depthwise conv: left context only (the module pads both sides; keep the first T).
-    conv_out = conv->forward(x).narrow(2, 0, T);
-  } else {
-    // The upstream reverse branch flips time and runs the causal conv: in original time that is
-    // out_t = sum_j w[K-1-j] x_{t+j}, i.e. a right-padded correlation with the flipped kernel.
-    conv_out = F::conv1d(F::pad(x, F::PadFuncOptions({0, d_conv - 1})), conv->weight.flip(-1),
-                         F::Conv1dFuncOptions().bias(conv->bias).groups(d_inner));
-  }
-  const at::Tensor u = torch::silu(conv_out);               // (B, d_inner, T)
+  // Causal depthwise conv + SiLU; the reverse branch is the mirror image (the upstream flips time
+  // and runs the causal conv). One fused kernel per pass on CUDA (ops/causal_conv.h).
+  const at::Tensor u = ops::causal_conv1d_silu(x, conv->weight, conv->bias, reverse);  // (B, di, T)
   const at::Tensor x_dbl = xp->forward(u.transpose(1, 2));  // (B, T, R + 2N)
   const auto parts = x_dbl.split({dt_rank, d_state, d_state}, -1);
   ops::ScanDirection s;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/causal_conv.h"
 #include "ops/selective_scan_cuda.h"
 #include "scan_test_util.h"
 
@@ -350,38 +351,42 @@ TEST_CASE("CUDA bidirectional scan timing: one launch against two", "[.cuda-benc
 // What the Mamba block's causal depthwise conv1d + SiLU costs on the GPU through LibTorch, next to
 // the scan at the same shape: the measurement behind the fused-kernel decision (docs/kernels.md).
 // The input is laid out as in the block: a channel slice of in_proj's (B, T, 2D) output.
-TEST_CASE("CUDA causal depthwise conv1d + SiLU timing against the scan", "[.cuda-bench]") {
+TEST_CASE("CUDA causal depthwise conv1d + SiLU timing: LibTorch and the fused kernels",
+          "[.cuda-bench]") {
   REQUIRE(cuda_ready());
-  namespace F = torch::nn::functional;
   const int64_t b = 16, d = 1024, l = 750, k = 4;
   const auto o = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
   const at::Tensor xz = torch::randn({b, l, 2 * d}, o).transpose(1, 2);
   const at::Tensor x = xz.narrow(1, 0, d).detach().requires_grad_(true);
-  const at::Tensor w = torch::randn({d, 1, k}, o).requires_grad_(true);
-  const at::Tensor bias = torch::randn({d}, o).requires_grad_(true);
+  const at::Tensor w = torch::randn({d, 1, k}, o.dtype(at::kFloat)).requires_grad_(true);
+  const at::Tensor bias = torch::randn({d}, o.dtype(at::kFloat)).requires_grad_(true);
   const at::Tensor g = torch::randn({b, d, l}, o);
-  auto forward = [&] {
-    const at::Tensor y =
-        F::conv1d(x, w, F::Conv1dFuncOptions().bias(bias).padding(k - 1).groups(d)).narrow(2, 0, l);
-    return torch::silu(y);
-  };
-  const Timing fwd = time_cuda([&] {
-    torch::NoGradGuard no_grad;
-    (void)forward();
-  });
-  const Timing both = time_cuda([&] {
-    const at::Tensor y = forward();
-    y.backward(g);
-  });
-  // Bytes a fused kernel must move: x and y forward; x, dy, dx backward (2 bytes each).
+  // Bytes a fused kernel must move: x and u forward; x, du, dx backward (2 bytes each).
   const double bdl = double(b * d * l), floor_fwd = 4 * bdl / 4.16e12 * 1e3;
   const double floor_both = floor_fwd + 6 * bdl / 4.16e12 * 1e3;
-  std::printf(
-      "\nconv1d(k %lld, depthwise, causal) + SiLU, B %lld D %lld L %lld bf16:\n"
-      "  forward %.4f ms (p10-p90 %.4f-%.4f), forward + backward %.4f ms (%.4f-%.4f)\n"
-      "  a fused kernel's DRAM floor: forward %.4f ms, forward + backward %.4f ms\n",
-      (long long)k, (long long)b, (long long)d, (long long)l, fwd.median, fwd.p10, fwd.p90,
-      both.median, both.p10, both.p90, floor_fwd, floor_both);
-  CHECK(both.median > 0);
+  std::printf("\nconv1d(k %lld, depthwise, causal) + SiLU, B %lld D %lld L %lld bf16 "
+              "(DRAM floor: forward %.4f ms, forward + backward %.4f ms)\n",
+              (long long)k, (long long)b, (long long)d, (long long)l, floor_fwd, floor_both);
+  for (const bool fused : {false, true}) {
+    auto forward = [&] {
+      // LibTorch as the block ran it before the fused kernels: conv1d in bf16, then SiLU.
+      return fused ? masr::ops::causal_conv1d_silu(x, w, bias, false)
+                   : masr::ops::causal_conv1d_silu_reference(x, w.to(at::kBFloat16),
+                                                             bias.to(at::kBFloat16), false);
+    };
+    const Timing fwd = time_cuda([&] {
+      torch::NoGradGuard no_grad;
+      (void)forward();
+    });
+    const Timing both = time_cuda([&] { forward().backward(g); });
+    // The same with the gradient in time-major memory order (as x_proj's backward gives it).
+    const at::Tensor g_tm = g.transpose(1, 2).contiguous().transpose(1, 2);
+    const Timing both_tm = time_cuda([&] { forward().backward(g_tm); });
+    std::printf("  %-8s forward %.4f ms (p10-p90 %.4f-%.4f), forward + backward %.4f ms "
+                "(%.4f-%.4f); with a time-major gradient %.4f ms\n",
+                fused ? "fused" : "LibTorch", fwd.median, fwd.p10, fwd.p90, both.median, both.p10,
+                both.p90, both_tm.median);
+    CHECK(both.median > 0);
+  }
 }
 #endif

@@ -1,0 +1,169 @@
+// lib/ops/causal_conv.cpp
+// Dispatch of the causal depthwise conv1d + SiLU: the fused CUDA kernels (causal_conv_cuda_kernels
+// .cu) wrapped in an autograd Function where the build and the inputs allow, LibTorch elsewhere.
+#include "ops/causal_conv.h"
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+#ifdef MASR_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <string>
+
+#include "ops/causal_conv_cuda_kernels.h"
+#endif
+
+namespace masr::ops {
+
+namespace F = torch::nn::functional;
+
+at::Tensor causal_conv1d_silu_reference(const at::Tensor& x, const at::Tensor& weight,
+                                        const at::Tensor& bias, bool reverse) {
+  const int64_t T = x.size(2), D = weight.size(0), K = weight.size(2);
+  at::Tensor pre;
+  if (!reverse) {
+    // Padded on both sides as torch.nn.Conv1d(padding = K - 1) does; the first T are causal.
+    pre = F::conv1d(x, weight, F::Conv1dFuncOptions().bias(bias).padding(K - 1).groups(D))
+              .narrow(2, 0, T);
+  } else {
+    // out_t = sum_j w[K-1-j] x_{t+j}: a right-padded correlation with the flipped kernel.
+    pre = F::conv1d(F::pad(x, F::PadFuncOptions({0, K - 1})), weight.flip(-1),
+                    F::Conv1dFuncOptions().bias(bias).groups(D));
+  }
+  return torch::silu(pre);
+}
+
+#ifdef MASR_WITH_CUDA
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+cuda::ScanDtype dtype_of(const at::Tensor& x) {
+  switch (x.scalar_type()) {
+    case at::kFloat:
+      return cuda::ScanDtype::kFloat32;
+    case at::kHalf:
+      return cuda::ScanDtype::kFloat16;
+    default:
+      return cuda::ScanDtype::kBFloat16;
+  }
+}
+
+void check(const char* error, const char* pass) {
+  if (error != nullptr) {
+    throw Error(ErrorKind::kInternal,
+                std::string("causal_conv1d_silu: CUDA ") + pass + " failed: " + error);
+  }
+}
+
+// Kernel arguments; w32 and b32 keep the float32 weights alive.
+struct Launch {
+  cuda::ConvParams p;
+  at::Tensor w32, b32;
+};
+
+Launch launch_of(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                 bool reverse) {
+  Launch l;
+  l.w32 = weight.to(at::kFloat).reshape({weight.size(0), weight.size(2)}).contiguous();
+  if (bias.defined()) l.b32 = bias.to(at::kFloat).contiguous();
+  cuda::ConvParams& p = l.p;
+  p.batch = x.size(0);
+  p.channels = x.size(1);
+  p.time = x.size(2);
+  p.width = static_cast<int>(weight.size(2));
+  p.x_stride_b = x.stride(0);
+  p.x_stride_d = x.stride(1);
+  p.x_stride_t = x.stride(2);
+  p.dtype = dtype_of(x);
+  p.x = x.data_ptr();
+  p.w = l.w32.data_ptr<float>();
+  p.bias = bias.defined() ? l.b32.data_ptr<float>() : nullptr;
+  p.reverse = reverse;
+  return l;
+}
+
+// (B, D, T) views of a (B, T, D) buffer.
+at::Tensor time_major(const at::Tensor& x, at::ScalarType type) {
+  return at::empty({x.size(0), x.size(2), x.size(1)}, x.options().dtype(type)).transpose(1, 2);
+}
+
+class CausalConvSiluFunction : public torch::autograd::Function<CausalConvSiluFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const c10::optional<at::Tensor>& bias_opt, bool reverse) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    const at::Tensor bias = bias_opt.value_or(at::Tensor());
+    const Launch l = launch_of(x, weight, bias, reverse);
+    at::Tensor u = time_major(x, x.scalar_type());
+    check(cuda::conv_silu_forward(l.p, u.data_ptr(), at::cuda::getCurrentCUDAStream().stream()),
+          "forward");
+    ctx->save_for_backward({x, weight, bias});
+    ctx->saved_data["reverse"] = reverse;
+    return u;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list s = ctx->get_saved_variables();
+    const at::Tensor &x = s[0], &weight = s[1], &bias = s[2];
+    const c10::cuda::CUDAGuard guard(x.device());
+    const Launch l = launch_of(x, weight, bias, ctx->saved_data["reverse"].toBool());
+    const at::Tensor gu = grad_outputs[0].to(x.scalar_type());
+    const auto f32 = x.options().dtype(at::kFloat);
+    const at::Tensor gp = at::empty({x.size(0), x.size(2), x.size(1)}, f32);
+    const at::Tensor partials =
+        at::zeros({cuda::conv_partial_rows(l.p), x.size(1), weight.size(2) + 1}, f32);
+    at::Tensor dx = time_major(x, x.scalar_type());
+    cuda::ConvGrads g;
+    g.gu = gu.data_ptr();
+    g.gu_stride_b = gu.stride(0);
+    g.gu_stride_d = gu.stride(1);
+    g.gu_stride_t = gu.stride(2);
+    g.gp = gp.data_ptr<float>();
+    g.partials = partials.data_ptr<float>();
+    g.dx = dx.data_ptr();
+    if (x.numel() == 0) {
+      dx.zero_();
+    } else {
+      check(cuda::conv_silu_backward(l.p, g, at::cuda::getCurrentCUDAStream().stream()),
+            "backward");
+    }
+    const at::Tensor sums = partials.sum(0);  // (D, width + 1), a fixed-order reduction
+    const int64_t K = weight.size(2);
+    const at::Tensor dw = sums.narrow(1, 0, K).reshape(weight.sizes()).to(weight.scalar_type());
+    const at::Tensor db = bias.defined() ? sums.select(1, K).to(bias.scalar_type()) : at::Tensor();
+    return {dx, dw, db, at::Tensor()};
+  }
+};
+
+bool fused_supports(const at::Tensor& x, const at::Tensor& weight) {
+  const at::ScalarType t = x.scalar_type();
+  return x.is_cuda() && (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) &&
+         weight.size(2) >= 1 && weight.size(2) <= cuda::conv_max_width();
+}
+
+}  // namespace
+#endif
+
+at::Tensor causal_conv1d_silu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                              bool reverse) {
+  if (x.dim() != 3 || weight.dim() != 3 || weight.size(0) != x.size(1) || weight.size(1) != 1 ||
+      (bias.defined() && (bias.dim() != 1 || bias.size(0) != x.size(1)))) {
+    throw Error(ErrorKind::kInput,
+                "causal_conv1d_silu: x must be (B, D, T), weight (D, 1, K), "
+                "bias (D)");
+  }
+#ifdef MASR_WITH_CUDA
+  if (fused_supports(x, weight)) {
+    return CausalConvSiluFunction::apply(
+        x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt, reverse);
+  }
+#endif
+  return causal_conv1d_silu_reference(x, weight, bias, reverse);
+}
+
+}  // namespace masr::ops
