@@ -174,32 +174,33 @@ int64_t conv_partial_rows(const ConvParams& p) {
   return groups > 0 ? groups : 1;
 }
 
-const char* conv_silu_forward(const ConvParams& p, void* u, void* stream) {
+namespace {
+
+// Checks the shape, then runs launch(T{}) with T the element type of p.dtype.
+template <typename Launch>
+const char* launch_typed(const ConvParams& p, Launch&& launch) {
   if (p.batch * p.time * p.channels == 0) return nullptr;
   if (const char* problem = launch_problem(p)) return problem;
-  auto s = static_cast<cudaStream_t>(stream);
   switch (p.dtype) {
     case ScanDtype::kFloat32:
-      return error_text(forward_typed<float>(p, u, s));
+      return error_text(launch(float{}));
     case ScanDtype::kFloat16:
-      return error_text(forward_typed<__half>(p, u, s));
+      return error_text(launch(__half{}));
     default:
-      return error_text(forward_typed<__nv_bfloat16>(p, u, s));
+      return error_text(launch(__nv_bfloat16{}));
   }
 }
 
-const char* conv_silu_backward(const ConvParams& p, const ConvGrads& g, void* stream) {
-  if (p.batch * p.time * p.channels == 0) return nullptr;
-  if (const char* problem = launch_problem(p)) return problem;
+}  // namespace
+
+const char* conv_silu_forward(const ConvParams& p, void* u, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
-  switch (p.dtype) {
-    case ScanDtype::kFloat32:
-      return error_text(backward_typed<float>(p, g, s));
-    case ScanDtype::kFloat16:
-      return error_text(backward_typed<__half>(p, g, s));
-    default:
-      return error_text(backward_typed<__nv_bfloat16>(p, g, s));
-  }
+  return launch_typed(p, [&](auto t) { return forward_typed<decltype(t)>(p, u, s); });
+}
+
+const char* conv_silu_backward(const ConvParams& p, const ConvGrads& g, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  return launch_typed(p, [&](auto t) { return backward_typed<decltype(t)>(p, g, s); });
 }
 
 }  // namespace masr::ops::cuda
