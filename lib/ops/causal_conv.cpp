@@ -11,9 +11,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include <string>
-
 #include "ops/causal_conv_cuda_kernels.h"
+#include "ops/cuda_launch.h"
 #endif
 
 namespace masr::ops {
@@ -42,24 +41,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-cuda::ScanDtype dtype_of(const at::Tensor& x) {
-  switch (x.scalar_type()) {
-    case at::kFloat:
-      return cuda::ScanDtype::kFloat32;
-    case at::kHalf:
-      return cuda::ScanDtype::kFloat16;
-    default:
-      return cuda::ScanDtype::kBFloat16;
-  }
-}
-
-void check(const char* error, const char* pass) {
-  if (error != nullptr) {
-    throw Error(ErrorKind::kInternal,
-                std::string("causal_conv1d_silu: CUDA ") + pass + " failed: " + error);
-  }
-}
-
 // Kernel arguments; w32 and b32 keep the float32 weights alive.
 struct Launch {
   cuda::ConvParams p;
@@ -79,7 +60,7 @@ Launch launch_of(const at::Tensor& x, const at::Tensor& weight, const at::Tensor
   p.x_stride_b = x.stride(0);
   p.x_stride_d = x.stride(1);
   p.x_stride_t = x.stride(2);
-  p.dtype = dtype_of(x);
+  p.dtype = cuda_kernel_dtype(x.scalar_type());
   p.x = x.data_ptr();
   p.w = l.w32.data_ptr<float>();
   p.bias = bias.defined() ? l.b32.data_ptr<float>() : nullptr;
@@ -100,8 +81,9 @@ class CausalConvSiluFunction : public torch::autograd::Function<CausalConvSiluFu
     const at::Tensor bias = bias_opt.value_or(at::Tensor());
     const Launch l = launch_of(x, weight, bias, reverse);
     at::Tensor u = time_major(x, x.scalar_type());
-    check(cuda::conv_silu_forward(l.p, u.data_ptr(), at::cuda::getCurrentCUDAStream().stream()),
-          "forward");
+    check_cuda_launch(
+        cuda::conv_silu_forward(l.p, u.data_ptr(), at::cuda::getCurrentCUDAStream().stream()),
+        "causal_conv1d_silu", "forward");
     ctx->save_for_backward({x, weight, bias});
     ctx->saved_data["reverse"] = reverse;
     return u;
@@ -129,8 +111,8 @@ class CausalConvSiluFunction : public torch::autograd::Function<CausalConvSiluFu
     if (x.numel() == 0) {
       dx.zero_();
     } else {
-      check(cuda::conv_silu_backward(l.p, g, at::cuda::getCurrentCUDAStream().stream()),
-            "backward");
+      check_cuda_launch(cuda::conv_silu_backward(l.p, g, at::cuda::getCurrentCUDAStream().stream()),
+                        "causal_conv1d_silu", "backward");
     }
     const at::Tensor sums = partials.sum(0);  // (D, width + 1), a fixed-order reduction
     const int64_t K = weight.size(2);
@@ -141,9 +123,8 @@ class CausalConvSiluFunction : public torch::autograd::Function<CausalConvSiluFu
 };
 
 bool fused_supports(const at::Tensor& x, const at::Tensor& weight) {
-  const at::ScalarType t = x.scalar_type();
-  return x.is_cuda() && (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) &&
-         weight.size(2) >= 1 && weight.size(2) <= cuda::conv_max_width();
+  return x.is_cuda() && cuda_kernel_dtype_supported(x.scalar_type()) && weight.size(2) >= 1 &&
+         weight.size(2) <= cuda::conv_max_width();
 }
 
 }  // namespace
@@ -159,8 +140,7 @@ at::Tensor causal_conv1d_silu(const at::Tensor& x, const at::Tensor& weight, con
   }
 #ifdef MASR_WITH_CUDA
   if (fused_supports(x, weight)) {
-    return CausalConvSiluFunction::apply(
-        x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt, reverse);
+    return CausalConvSiluFunction::apply(x, weight, optional_tensor(bias), reverse);
   }
 #endif
   return causal_conv1d_silu_reference(x, weight, bias, reverse);

@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "ops/cuda_launch.h"
 #include "ops/selective_scan_cuda_kernels.h"
 #endif
 
@@ -73,10 +74,7 @@ cuda::ScanParams params_of(const CudaScanInputs& in) {
   p.channels = in.u.size(1);
   p.time = in.u.size(2);
   p.state = in.A.size(1);
-  const at::ScalarType t = in.u.scalar_type();
-  p.dtype = t == at::kFloat  ? cuda::ScanDtype::kFloat32
-            : t == at::kHalf ? cuda::ScanDtype::kFloat16
-                             : cuda::ScanDtype::kBFloat16;
+  p.dtype = cuda_kernel_dtype(in.u.scalar_type());
   p.u = in.u.data_ptr();
   p.delta = in.delta.data_ptr();
   p.B = in.B.data_ptr();
@@ -92,13 +90,7 @@ cuda::ScanParams params_of(const CudaScanInputs& in) {
 }
 
 void check_launch(const char* error, const char* pass) {
-  if (error != nullptr) {
-    throw_input_error(std::string("selective_scan: CUDA ") + pass + " kernel failed: " + error);
-  }
-}
-
-c10::optional<at::Tensor> optional(const at::Tensor& t) {
-  return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt;
+  check_cuda_launch(error, "selective_scan", pass);
 }
 
 at::Tensor grad_like(const at::Tensor& grad, const at::Tensor& input) {
@@ -206,8 +198,7 @@ class BidirectionalScanCudaFunction
 }  // namespace
 
 bool cuda_scan_supports(const at::Tensor& u, const at::Tensor& A) {
-  const at::ScalarType t = u.scalar_type();
-  return u.is_cuda() && (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) &&
+  return u.is_cuda() && cuda_kernel_dtype_supported(u.scalar_type()) &&
          A.size(1) <= cuda::scan_max_state();
 }
 
@@ -344,8 +335,8 @@ at::Tensor selective_scan_cuda(const at::Tensor& u, const at::Tensor& delta, con
                                const at::Tensor& B, const at::Tensor& C, const at::Tensor& D,
                                const at::Tensor& z, const at::Tensor& delta_bias,
                                const at::Tensor& lengths, const ScanOptions& options) {
-  return SelectiveScanCudaFunction::apply(u, delta, A, B, C, optional(D), optional(z),
-                                          optional(delta_bias), optional(lengths),
+  return SelectiveScanCudaFunction::apply(u, delta, A, B, C, optional_tensor(D), optional_tensor(z),
+                                          optional_tensor(delta_bias), optional_tensor(lengths),
                                           options.delta_softplus, options.reverse);
 }
 
@@ -355,8 +346,9 @@ std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDi
                                                                     const at::Tensor& lengths,
                                                                     bool delta_softplus) {
   const variable_list out = BidirectionalScanCudaFunction::apply(
-      f.u, f.delta, f.A, f.B, f.C, optional(f.D), optional(f.delta_bias), r.u, r.delta, r.A, r.B,
-      r.C, optional(r.D), optional(r.delta_bias), optional(z), optional(lengths), delta_softplus);
+      f.u, f.delta, f.A, f.B, f.C, optional_tensor(f.D), optional_tensor(f.delta_bias), r.u,
+      r.delta, r.A, r.B, r.C, optional_tensor(r.D), optional_tensor(r.delta_bias),
+      optional_tensor(z), optional_tensor(lengths), delta_softplus);
   return {out[0], out[1]};
 }
 
