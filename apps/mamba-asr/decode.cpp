@@ -124,10 +124,7 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   }
   if (device.str() != "cpu") model->to(c10::Device(device.str()));
   decode::AsrModelRecognizer recognizer(model);
-  o.config.ctc.blank = o.config.s2s.blank = model->blank_index();
-  o.config.s2s.bos = o.config.rescoring.bos = model->bos_index();
-  o.config.s2s.eos = o.config.rescoring.eos = model->eos_index();
-  o.config.rescoring.pad = model->pad_index();
+  decode::use_model_token_ids(o.config, *model);
   const std::string search = decode::resolve_search(o.config, recognizer);
   std::unique_ptr<decode::TransformerLmScorer> lm_scorer;
   std::unique_ptr<decode::TransformerLmPrefixScorer> prefix_lm;

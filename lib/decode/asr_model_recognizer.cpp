@@ -98,6 +98,13 @@ std::string AsrModelRecognizer::detokenize(const std::vector<int64_t>& tokens) c
   return text;
 }
 
+void use_model_token_ids(DecodeConfig& config, const models::AsrModel& model) {
+  config.ctc.blank = config.s2s.blank = model.blank_index();
+  config.s2s.bos = config.rescoring.bos = model.bos_index();
+  config.s2s.eos = config.rescoring.eos = model.eos_index();
+  config.rescoring.pad = model.pad_index();
+}
+
 at::Device AsrModelRecognizer::device() const { return model_->device(); }
 
 int AsrModelRecognizer::sample_rate() const { return model_->fbank().config().sample_rate; }

@@ -12,6 +12,9 @@
 
 namespace masr::decode {
 
+// The model's blank, bos, eos and pad ids into the options of every search in config.
+void use_model_token_ids(DecodeConfig& config, const models::AsrModel& model);
+
 class AsrModelRecognizer : public RecognitionModel {
  public:
   // Throws a config error when the model has no tokenizer or it does not fit the vocabulary.

@@ -115,10 +115,7 @@ std::vector<runtime::BenchResult> run_decode_files(const runtime::BenchSettings&
   DecodeConfig config;
   config.search = settings.search;
   config.precision = settings.precision;
-  config.ctc.blank = config.s2s.blank = model->blank_index();
-  config.s2s.bos = config.rescoring.bos = model->bos_index();
-  config.s2s.eos = config.rescoring.eos = model->eos_index();
-  config.rescoring.pad = model->pad_index();
+  use_model_token_ids(config, *model);
   const std::string search = resolve_search(config, recognizer);
   const ReadAudio probe = read_all_audio(rows, recognizer.sample_rate());
   if (probe.readable.size() != rows.size()) {
@@ -216,9 +213,7 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
   DecodeConfig config;
   config.search = "s2s";
   config.precision = settings.precision;
-  config.ctc.blank = config.s2s.blank = model->blank_index();
-  config.s2s.bos = model->bos_index();
-  config.s2s.eos = model->eos_index();
+  use_model_token_ids(config, *model);
   config.s2s.min_decode_ratio = config.s2s.max_decode_ratio =
       kDecodeStepsPerSecond * recognizer.frame_seconds();
   const std::string precision = model->device().is_cuda() ? settings.precision : "fp32";

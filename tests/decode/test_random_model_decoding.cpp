@@ -37,9 +37,7 @@ TEST_CASE("a random S2S model without a tokenizer decodes with explicit pieces",
   masr::decode::DecodeConfig config;
   config.search = "s2s";
   config.s2s.beam_size = 3;
-  config.ctc.blank = config.s2s.blank = model->blank_index();
-  config.s2s.bos = model->bos_index();
-  config.s2s.eos = model->eos_index();
+  masr::decode::use_model_token_ids(config, *model);
   // Held to 4 steps per audio second, as the benchmark does.
   config.s2s.min_decode_ratio = config.s2s.max_decode_ratio = 4.0 * recognizer.frame_seconds();
   torch::manual_seed(1);
