@@ -193,6 +193,12 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--search", options->settings.search, "decode-files: greedy, ctc-beam or s2s")
       ->capture_default_str()
       ->check(CLI::IsMember({"greedy", "ctc-beam", "s2s"}));
+  cmd->add_flag("--profile", options->settings.profile,
+                "train-step: time each phase of the step (features, normalize, augment, encoder, "
+                "decoder, loss, backward, clip, optimizer, ...) with CUDA events on GPUs and count "
+                "host syncs; table on stderr, medians in the results");
+  cmd->add_option("--init", options->settings.init,
+                  "train-parity: folder with the reference's model.ckpt and batch.pt");
   cmd->add_flag("--json", options->json, "One JSON object per result (with --tune: the plan)");
   cmd->add_flag("--csv", options->csv, "CSV with a header line");
   cmd->add_flag("--markdown", options->markdown, "A Markdown table");

@@ -29,6 +29,7 @@ struct TrainOptions {
   double ckpt_every_minutes = -1.0;
   int nproc = 0;
   bool nproc_given = false;
+  int64_t profile_steps = 0;
 };
 
 // SIGINT/SIGTERM ask the trainer to write a checkpoint and stop at the next optimizer step; a
@@ -148,6 +149,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   run.stop_requested = [] { return g_stop_signals > 0; };
   run.ckpt_interval_steps = options.ckpt_every_steps;
   run.ckpt_interval_minutes = options.ckpt_every_minutes;
+  run.profile_steps = options.profile_steps;
   if (const auto env = train::parallel_env_from_environment(); env && env->world_size > 1) {
     if (env->rank != 0) set_log_level(LogLevel::kWarn);  // rank 0 speaks for all
     run.device = rank_device(global.device, env->local_rank);
@@ -198,6 +200,7 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
       "--dry-run\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --seed 7 --number_of_epochs 5\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --average-only\n"
+      "  mamba-asr --device cuda train hparams/S2S/conmamba_large.yaml --profile 30\n"
       "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --nproc 2 --device cpu\n"
       "  mamba-asr train hparams/LM/transformer_tiny.yaml --data_folder DIR   (a language model)\n"
       "  mamba-asr train my.yaml --overrides \"{batch_size: 8, mamba_config: {d_state: 8}}\"");
@@ -218,6 +221,12 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
       "Train with N local processes (data parallel: Gloo on the CPU, NCCL with one GPU "
       "per process); each gets torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, "
       "MASTER_PORT");
+  cmd->add_option("--profile", options->profile_steps,
+                  "Time the phases of the first N batches (data wait, host-to-device, features, "
+                  "normalize, augment, encoder, decoder, loss, backward, collectives, clip, "
+                  "optimizer, ...; CUDA events on GPUs, with host-sync counts), print the table "
+                  "and write <output_folder>/profile.json, then train on (docs/training.md)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");
   add_global_options(*cmd, global);

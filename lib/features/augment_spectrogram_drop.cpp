@@ -9,6 +9,7 @@
 #include <array>
 
 #include "core/error.h"
+#include "features/device_copy.h"
 
 namespace masr::features {
 namespace {
@@ -59,13 +60,13 @@ at::Tensor SpectrogramDrop::drop_chunks(const at::Tensor& x, const at::Tensor& p
   const int64_t extent = x.size(dim);
   // mask[b, d]: whether position d of utterance b lies in any of its chunks.
   auto arange = torch::arange(extent, x.options().dtype(torch::kLong)).view({1, 1, -1});
-  auto pos = positions.to(x.device()).unsqueeze(2);
-  auto len = chunk_lengths.to(x.device()).unsqueeze(2);
+  auto pos = to_device_async(positions, x.device()).unsqueeze(2);
+  auto len = to_device_async(chunk_lengths, x.device()).unsqueeze(2);
   auto mask = ((pos <= arange) & (arange < pos + len)).any(1);
   mask = dim == 1 ? mask.unsqueeze(2) : mask.unsqueeze(1);
 
   if (replace == "zeros") return x.masked_fill(mask, 0.0);
-  if (replace == "mean") return x.masked_fill(mask, x.mean().detach().item());
+  if (replace == "mean") return x.masked_fill(mask, x.mean().detach());  // no read-back
   at::Tensor other;
   if (replace == "rand") {
     const auto lo = x.min().detach();

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "features/device_copy.h"
 
 namespace masr::features {
 
@@ -50,14 +51,29 @@ void InputNormalizationImpl::set_statistics_gather(int rank, StatisticsGather ga
 
 void InputNormalizationImpl::update_statistics(const at::Tensor& mean, const at::Tensor& std,
                                                std::optional<int64_t> epoch) {
-  const int64_t n = count();
-  if (n == 0 || glob_mean_.numel() == 0) {
-    set_statistics(0, mean, std);
-  } else if (!epoch || *epoch < config_.update_until_epoch) {
-    const double weight = config_.avg_factor ? *config_.avg_factor : 1.0 / (n + 1);
-    glob_mean_.mul_(1.0 - weight).add_(mean.to(glob_mean_.device(), at::kFloat), weight);
-    glob_std_.mul_(1.0 - weight).add_(std.to(glob_std_.device(), at::kFloat), weight);
+  at::NoGradGuard no_grad;
+  if (glob_mean_.numel() == 0) {
+    set_statistics(1, mean, std);
+    return;
   }
+  // Computed on the statistics' device from `count`, so a training step never reads it back:
+  // count 0 replaces the statistics; otherwise they move (weight avg_factor or 1 / (count + 1))
+  // while epoch < update_until_epoch.
+  const at::Tensor m = mean.to(glob_mean_.device(), at::kFloat);
+  const at::Tensor s = std.to(glob_std_.device(), at::kFloat);
+  const at::Tensor first = count_.eq(0);
+  at::Tensor next_mean = m, next_std = s;
+  if (!epoch || *epoch < config_.update_until_epoch) {
+    const at::Tensor weight =
+        config_.avg_factor ? at::full({}, *config_.avg_factor, glob_mean_.options())
+                           : at::reciprocal(count_.to(at::kFloat) + 1.0);
+    next_mean = glob_mean_ * (1.0 - weight) + m * weight;
+    next_std = glob_std_ * (1.0 - weight) + s * weight;
+  } else {
+    next_mean = glob_mean_, next_std = glob_std_;
+  }
+  glob_mean_.copy_(at::where(first, m, next_mean));
+  glob_std_.copy_(at::where(first, s, next_std));
   count_.add_(1);
 }
 
@@ -77,34 +93,48 @@ std::pair<at::Tensor, at::Tensor> InputNormalizationImpl::utterance_statistics(
     const at::Tensor& x, const at::Tensor& rel_lengths) const {
   const int64_t batch = x.size(0);
   const int64_t time = x.size(1);
-  std::vector<at::Tensor> means, stds;
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t valid = time;
-    if (rel_lengths.defined()) {
+  // Valid frames per utterance, computed and checked on the host (rel_lengths on a GPU is read
+  // back once here; the trainer passes CPU lengths).
+  std::vector<int64_t> valid(static_cast<size_t>(batch), time);
+  if (rel_lengths.defined()) {
+    const at::Tensor rel = rel_lengths.to(at::kCPU, at::kDouble).contiguous();
+    const double* r = rel.data_ptr<double>();
+    for (int64_t b = 0; b < batch; ++b) {
       // torch.round: half to even, like std::nearbyint in the default rounding mode.
-      valid = static_cast<int64_t>(std::nearbyint(rel_lengths[b].item<double>() * time));
+      valid[static_cast<size_t>(b)] = static_cast<int64_t>(std::nearbyint(r[b] * time));
+      const int64_t v = valid[static_cast<size_t>(b)];
+      if (v < 1 || v > time) {
+        throw_input_error("InputNormalization: utterance " + std::to_string(b) + " has " +
+                          std::to_string(v) + " valid frames of " + std::to_string(time) +
+                          " (relative length " + std::to_string(r[b]) + ")");
+      }
+      if (config_.std_norm && v < 2) {
+        // torch.std of one frame is NaN, which would poison the global statistics for good.
+        throw_input_error("InputNormalization: utterance " + std::to_string(b) +
+                          " has 1 valid frame; the unbiased std needs at least 2");
+      }
     }
-    if (valid < 1 || valid > time) {
-      throw_input_error("InputNormalization: utterance " + std::to_string(b) + " has " +
-                        std::to_string(valid) + " valid frames of " + std::to_string(time) +
-                        " (relative length " + std::to_string(rel_lengths[b].item<double>()) + ")");
-    }
-    if (config_.std_norm && valid < 2) {
-      // torch.std of one frame is NaN, which would poison the global statistics for good.
-      throw_input_error("InputNormalization: utterance " + std::to_string(b) +
-                        " has 1 valid frame; the unbiased std needs at least 2");
-    }
-    const at::Tensor frames = x[b].narrow(0, 0, valid);
-    const at::Tensor frame_mean = frames.mean(0);
-    at::Tensor mean = config_.mean_norm ? frame_mean : at::zeros_like(frame_mean);
-    at::Tensor std = at::ones_like(frame_mean);
-    if (config_.std_norm) {
-      std = (frames - frame_mean).pow(2).sum(0).div(static_cast<double>(valid - 1)).sqrt();
-    }
-    means.push_back(mean);
-    stds.push_back(at::clamp_min(std, 1e-10));
   }
-  return {at::stack(means), at::stack(stds)};
+  // All utterances at once: a (B, T, 1...) mask of the valid frames, sums over time.
+  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
+  shape[0] = batch, shape[1] = time;
+  const at::Tensor frames_valid = to_device_async(at::tensor(valid, at::kLong), x.device());
+  const at::Tensor keep = at::arange(time, x.options().dtype(at::kLong))
+                              .unsqueeze(0)
+                              .lt(frames_valid.unsqueeze(1))
+                              .to(x.scalar_type())
+                              .view(shape);
+  std::vector<int64_t> count_shape(static_cast<size_t>(x.dim() - 1), 1);
+  count_shape[0] = batch;
+  const at::Tensor count = frames_valid.to(x.scalar_type()).view(count_shape);  // (B, 1...)
+  const at::Tensor frame_mean = (x * keep).sum(1) / count;
+  const at::Tensor mean = config_.mean_norm ? frame_mean : at::zeros_like(frame_mean);
+  at::Tensor std = at::ones_like(frame_mean);
+  if (config_.std_norm) {
+    const at::Tensor centred = (x - frame_mean.unsqueeze(1)) * keep;
+    std = centred.pow(2).sum(1).div(count - 1.0).sqrt();
+  }
+  return {mean, at::clamp_min(std, 1e-10)};
 }
 
 at::Tensor InputNormalizationImpl::forward(const at::Tensor& x, const at::Tensor& rel_lengths,

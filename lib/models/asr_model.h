@@ -77,6 +77,11 @@ class AsrModel {
       const std::vector<std::pair<std::string, std::string>>& overrides = {},
       const std::string& tokenizer_file = "");
 
+  // Copies the weights of a SpeechBrain / Mamba-ASR `model.ckpt` (the recipe's `model`
+  // ModuleList state, as import_speechbrain maps it) into this model, built from `hp`; the
+  // normalization statistics stay as they are. For starting a training run from upstream weights.
+  void load_speechbrain_weights(const hparams::Hparams& hp, const std::string& model_ckpt);
+
   // Writes the model to `path` atomically (temp file in the same folder, fsync, rename).
   void save(const std::string& path) const;
 

@@ -30,6 +30,17 @@ bool ignorable(const std::string& key) {
          key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Mamba-ASR's own Transformer decoder layer (its modules/Transformer.py) names the cross-attention
+// `multihead_attn`; SpeechBrain's, whose spelling our decoder keeps, `mutihead_attn`. Both load.
+std::string our_spelling(std::string key) {
+  const std::string upstream = ".multihead_attn.";
+  const size_t at = key.find(upstream);
+  if (at != std::string::npos && key.find(".decoder.layers.") != std::string::npos) {
+    key.replace(at, upstream.size(), ".mutihead_attn.");
+  }
+  return key;
+}
+
 // Index i of the hparams' `model` ModuleList -> our name, by identity of the module objects;
 // the recipes' order when there is no ModuleList.
 std::vector<std::string> module_list_names(const hparams::Hparams& hp, const AsrModel& model) {
@@ -72,7 +83,7 @@ std::vector<std::pair<std::string, at::Tensor>> renamed_model_state(
       continue;
     }
     if (ignorable(key)) continue;
-    out.emplace_back(names[index] + key.substr(dot), tensor);
+    out.emplace_back(names[index] + our_spelling(key.substr(dot)), tensor);
   }
   if (!unmapped.empty()) {
     std::string list;
@@ -106,6 +117,14 @@ void append_normalizer(const std::string& folder,
 }
 
 }  // namespace
+
+void AsrModel::load_speechbrain_weights(const hparams::Hparams& hp, const std::string& model_ckpt) {
+  auto state = renamed_model_state(model_ckpt, module_list_names(hp, *this));
+  for (const auto& [name, tensor] : named_state()) {
+    if (name.rfind("normalize.", 0) == 0) state.emplace_back(name, tensor.clone());
+  }
+  load_state(state, "SpeechBrain model state '" + model_ckpt + "'");
+}
 
 std::shared_ptr<AsrModel> AsrModel::import_speechbrain(
     const std::string& ckpt_folder, const std::string& hparams_file,

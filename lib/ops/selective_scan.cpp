@@ -71,7 +71,10 @@ void check_arguments(const at::Tensor& u, const at::Tensor& delta, const at::Ten
                       std::to_string(batch) + ") (one per utterance), got " +
                       std::string(c10::toString(lengths.scalar_type())) + " " + shape_of(lengths));
   }
-  const at::Tensor l = lengths.to(at::kCPU, at::kLong);
+  // Lengths on a GPU are not read back here (that would stop the host in the middle of every
+  // training step); the CUDA scan clamps them to [0, time] instead (prepare_cuda_scan).
+  if (!lengths.is_cpu()) return;
+  const at::Tensor l = lengths.to(at::kLong);
   const int64_t low = batch ? l.min().item<int64_t>() : 0;
   const int64_t high = batch ? l.max().item<int64_t>() : 0;
   if (low < 0 || high > time) {

@@ -216,7 +216,7 @@ CudaScanInputs prepare_cuda_scan(const at::Tensor& u, const at::Tensor& delta, c
   in.A = contiguous_as(A, at::kFloat);
   in.D = contiguous_as(D, at::kFloat);
   in.bias = contiguous_as(delta_bias, at::kFloat);
-  in.lengths = lengths.defined() ? lengths.to(u.device(), at::kLong).contiguous()
+  in.lengths = lengths.defined() ? lengths.to(u.device(), at::kLong).clamp(0, u.size(2)).contiguous()
                                  : at::full({u.size(0)}, u.size(2), u.options().dtype(at::kLong));
   in.options = options;
   return in;

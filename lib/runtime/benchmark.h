@@ -22,6 +22,12 @@ struct BenchSettings {
   double seconds = 4.0;
   std::string device = "cpu";
   std::string precision = "fp32";
+  // train-step: time the step's phases (train/step_profile.h) over the timed repetitions; the
+  // table goes to stderr and each phase's median into the result's metrics (profile.<phase>_ms).
+  bool profile = false;
+  // train-parity: a folder with the Python reference's initial weights (model.ckpt) and batch
+  // (batch.pt), as ../shared/pyref's ref_train_step.py --save-init writes them.
+  std::string init;
   // For decode-files: a trained model, its inputs (as `mamba-asr decode` takes them) and search.
   std::string model;
   std::vector<std::string> inputs;

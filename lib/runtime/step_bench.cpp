@@ -4,19 +4,26 @@
 #include "runtime/step_bench.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
+#include <iostream>
+#include <optional>
 
+#include "core/error.h"
 #include "features/augment_interface.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
+#include "models/torch_save_reader.h"
 #include "runtime/peak_memory.h"
 #include "train/asr_task.h"
 #include "train/autocast.h"
 #include "train/data_parallel.h"
 #include "train/optimizer_stepper.h"
+#include "train/step_profile.h"
 #include "train/train_config.h"
 
 namespace masr::runtime {
@@ -74,6 +81,7 @@ TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const std::string& de
   s.stepper = std::make_unique<train::OptimizerStepper>(
       s.config, s.task->parameters(), s.device.is_cuda(), std::make_shared<train::DataParallel>());
   s.loss.ctc_weight = s.config.ctc_weight;
+  s.loss.label_smoothing = s.config.label_smoothing;
   s.loss.blank_index = s.config.blank_index;
   s.loss.pad_index = s.config.pad_index;
   s.loss.reduction = s.config.reduction;
@@ -97,20 +105,35 @@ BenchResult TrainStepBench::run(const StepSpec& spec, const BenchSettings& setti
                                                           std::make_shared<train::DataParallel>());
   }
   reset_peak_memory(spec.device);
+  train::StepProfile profile(s.device);
+  std::optional<train::ActiveProfile> active;
+  int calls = 0;
   BenchResult r =
       measure("train-step/" + precision + "/b" + std::to_string(spec.batch), settings, [&] {
+        // Only the timed repetitions are profiled (the first `warmup` calls are not).
+        if (settings.profile && calls++ == settings.warmup) active.emplace(&profile);
+        if (active) profile.begin_step("features");
         at::Tensor loss;
         {
           train::AutocastGuard autocast(s.device, precision);
           loss = s.task->forward(batch, true, 1, &generator, s.loss).loss;
         }
         s.stepper->backward(loss);
+        if (active) profile.end_step();
         synchronize_device(spec.device);
       });
+  active.reset();
   r.work = batch.audio_seconds;
   r.work_unit = "audio-s";
   r.note = shape_note(spec) + ", fwd+bwd+" + s.config.optimizer.type;
   r.metrics.emplace_back("peak_bytes", static_cast<double>(peak_memory(spec.device)));
+  if (settings.profile) {
+    for (const train::PhaseSummary& p : profile.summary()) {
+      r.metrics.emplace_back("profile." + p.name + "_ms", p.median_ms);
+      if (s.device.is_cuda()) r.metrics.emplace_back("profile." + p.name + "_syncs", p.syncs);
+    }
+    std::cerr << "train-step profile, " << shape_note(spec) << ":\n" << profile.table();
+  }
   return r;
 }
 
@@ -197,6 +220,83 @@ std::vector<BenchResult> run_train_step(const BenchSettings& settings) {
   return results;
 }
 
+// The reference's batch.pt: {"wavs": (B, S) float, "tokens": (B, U) int64, "bos": int, "eos": int},
+// all relative lengths 1 (ref_train_step.py's batch).
+train::AsrBatch reference_batch(const std::string& path, double sample_rate) {
+  const auto value = models::read_torch_save(path);
+  const models::PyValue* wavs = value->find("wavs");
+  const models::PyValue* tokens = value->find("tokens");
+  const models::PyValue* bos = value->find("bos");
+  const models::PyValue* eos = value->find("eos");
+  using Kind = models::PyValue::Kind;
+  if (wavs == nullptr || wavs->kind != Kind::kTensor || tokens == nullptr ||
+      tokens->kind != Kind::kTensor || bos == nullptr || bos->kind != Kind::kInt ||
+      eos == nullptr || eos->kind != Kind::kInt) {
+    throw_input_error(path + ": expected a dict with wavs and tokens (tensors), bos and eos (ints)");
+  }
+  train::AsrBatch b;
+  const int64_t batch = wavs->tensor.size(0);
+  for (int64_t i = 0; i < batch; ++i) b.ids.push_back("reference-" + std::to_string(i));
+  b.words.assign(static_cast<size_t>(batch), "");
+  b.wav = wavs->tensor.to(torch::kFloat);
+  b.wav_rel = torch::ones({batch});
+  b.tokens = tokens->tensor.to(torch::kLong);
+  b.tokens_rel = torch::ones({batch});
+  b.tokens_bos = torch::cat({torch::full({batch, 1}, bos->i, torch::kLong), b.tokens}, 1);
+  b.tokens_eos = torch::cat({b.tokens, torch::full({batch, 1}, eos->i, torch::kLong)}, 1);
+  b.tokens_eos_rel = torch::ones({batch});
+  b.audio_seconds = static_cast<double>(b.wav.numel()) / sample_rate;
+  return b;
+}
+
+// Training-math parity with the Python reference: the same initial weights and batch, float32, no
+// augmentation (dropout is whatever the hparams say: set it to 0 on both sides); the loss of each
+// of --repeat steps (warm-up included, since every step counts) as metrics loss.<step>.
+std::vector<BenchResult> run_train_parity(const BenchSettings& settings) {
+  if (settings.init.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "bench train-parity: give --init DIR (model.ckpt and batch.pt of the reference's "
+                "ref_train_step.py --save-init DIR)");
+  }
+  const hparams::Hparams hp = load_for_bench(settings);
+  train::TrainConfig config = train::train_config_from(hp);
+  config.grad_accumulation_factor = 1;
+  config.precision = "fp32";
+  const at::Device device(settings.device);
+  train::AsrTask task(hp);
+  const auto model = models::AsrModel::from_hparams(hp);  // the same module objects as `task`
+  model->load_speechbrain_weights(hp, settings.init + "/model.ckpt");
+  task.to(device);
+  task.train(true);
+  train::OptimizerStepper stepper(config, task.parameters(), device.is_cuda(),
+                                  std::make_shared<train::DataParallel>());
+  const train::AsrBatch batch =
+      reference_batch(settings.init + "/batch.pt", config.sample_rate).to(device);
+  train::LossOptions loss_options;
+  loss_options.ctc_weight = config.ctc_weight;
+  loss_options.label_smoothing = config.label_smoothing;
+  loss_options.blank_index = config.blank_index;
+  loss_options.pad_index = config.pad_index;
+  loss_options.reduction = config.reduction;
+  BenchResult r;
+  r.name = "train-parity/fp32/b" + std::to_string(batch.wav.size(0));
+  const int steps = settings.warmup + settings.repeat;
+  for (int i = 0; i < steps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const at::Tensor loss = task.forward(batch, true, 1, nullptr, loss_options).loss;
+    const double value = loss.item<double>();
+    stepper.backward(loss);
+    synchronize_device(settings.device);
+    r.seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    r.metrics.emplace_back("loss." + std::to_string(i), value);
+  }
+  r.work = batch.audio_seconds;
+  r.work_unit = "audio-s";
+  r.note = settings.device + " fp32, " + std::to_string(steps) + " steps from " + settings.init;
+  return {r};
+}
+
 std::vector<BenchResult> run_decode(const BenchSettings& settings) {
   const hparams::Hparams hp = load_for_bench(settings);
   DecodeBench bench(hp, settings.device);
@@ -216,6 +316,13 @@ void register_step_benchmarks() {
                       "hparams/CTC/conmamba_tiny.yaml (or --hparams) on random audio of --seconds, "
                       "--batch 1,4; audio-s/s and peak memory (RSS on CPU, CUDA max allocated)",
                       run_train_step});
+  Benchmark parity{"train-parity",
+                   "Training-math parity with the Python reference: --warmup + --repeat fp32 "
+                   "steps from its initial weights and batch (--init DIR, written by "
+                   "ref_train_step.py --save-init DIR), one loss per step (docs/training.md)",
+                   run_train_parity};
+  parity.only_when_named = true;
+  register_benchmark(parity);
   register_benchmark({"decode-rtf",
                       "Batched greedy-CTC decoding (Fbank, encoder, CTC head, inference mode) of "
                       "hparams/CTC/conmamba_tiny.yaml (or --hparams), --batch 1,8 x --seconds; "

@@ -3,8 +3,11 @@
 #include "train/asr_task.h"
 
 #include "core/error.h"
+#include "features/device_copy.h"
 #include "features/registration.h"
 #include "models/module_object.h"
+#include "train/autocast.h"
+#include "train/step_profile.h"
 
 namespace masr::train {
 namespace {
@@ -50,11 +53,21 @@ at::Tensor abs_lengths(const at::Tensor& rel, int64_t max_len) {
 
 AsrBatch AsrBatch::to(const at::Device& device) const {
   AsrBatch b = *this;
+  b.host_wav_rel = wav_rel_on_host();
+  b.host_tokens_rel = tokens_rel_on_host();
   for (at::Tensor* t : {&b.wav, &b.wav_rel, &b.tokens, &b.tokens_rel, &b.tokens_bos, &b.tokens_eos,
                         &b.tokens_eos_rel}) {
-    if (t->defined()) *t = t->to(device);
+    *t = features::to_device_async(*t, device);
   }
   return b;
+}
+
+at::Tensor AsrBatch::wav_rel_on_host() const {
+  return host_wav_rel.defined() ? host_wav_rel : wav_rel.cpu();
+}
+
+at::Tensor AsrBatch::tokens_rel_on_host() const {
+  return host_tokens_rel.defined() ? host_tokens_rel : tokens_rel.cpu();
 }
 
 AsrTask::AsrTask(const hparams::Hparams& hp) {
@@ -88,30 +101,44 @@ void AsrTask::to(const at::Device& device) {
 ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epoch,
                                at::Generator* generator, const LossOptions& options) {
   ForwardResult r;
-  at::Tensor feats = (*fbank_)(batch.wav.cpu()).to(device_);
-  feats = normalizer_->forward(feats, batch.wav_rel, epoch);
-  r.rel = batch.wav_rel;
-  r.source = torch::arange(feats.size(0), torch::TensorOptions().dtype(torch::kLong));
-  if (training && augment_ && generator != nullptr) {
-    features::AugmentBatch augmented = augment_->apply(feats, batch.wav_rel.cpu(), *generator);
-    feats = augmented.x.to(device_);
-    r.rel = augmented.lengths.to(device_);
-    if (augmented.source.defined()) r.source = augmented.source;
+  const at::Tensor wav_rel = batch.wav_rel_on_host();
+  r.rel = wav_rel;
+  r.source = torch::arange(batch.wav.size(0), torch::TensorOptions().dtype(torch::kLong));
+  at::Tensor feats;
+  {
+    // Float32 features whatever the step's precision (a bf16 filterbank product loses ~0.1 dB).
+    AutocastSuspend fp32;
+    profile_phase("features");
+    feats = (*fbank_)(batch.wav.to(device_));
+    profile_phase("normalize");
+    feats = normalizer_->forward(feats, wav_rel, epoch);
+    if (training && augment_ && generator != nullptr) {
+      profile_phase("augment");
+      features::AugmentBatch augmented = augment_->apply(feats, wav_rel, *generator);
+      feats = augmented.x;
+      r.rel = augmented.lengths.cpu();
+      if (augmented.source.defined()) r.source = augmented.source.cpu();
+    }
   }
-  const at::Tensor source = r.source.to(device_);
-  auto pick = [&](const at::Tensor& t) { return t.index_select(0, source); };
+  profile_phase("encoder");
+  const bool identity = r.source.size(0) == batch.wav.size(0) &&
+                        r.source.equal(torch::arange(batch.wav.size(0), r.source.options()));
+  const at::Tensor source = identity ? at::Tensor() : features::to_device_async(r.source, device_);
+  auto pick = [&](const at::Tensor& t) { return identity ? t : t.index_select(0, source); };
+  auto pick_host = [&](const at::Tensor& t) { return identity ? t : t.index_select(0, r.source); };
   const at::Tensor src = cnn_->forward(feats);
-  const at::Tensor enc_lengths = abs_lengths(r.rel, src.size(1));
-  at::Tensor enc_out;
+  const at::Tensor enc_lengths_host = abs_lengths(r.rel, src.size(1));
+  const at::Tensor enc_lengths = features::to_device_async(enc_lengths_host, device_);
+  const at::Tensor enc_out = transformer_->encode(src, enc_lengths);
   at::Tensor dec_out;
   if (kind_ == TaskKind::kS2S) {
-    std::tie(enc_out, dec_out) =
-        transformer_->forward(src, pick(batch.tokens_bos), enc_lengths, options.pad_index);
-  } else {
-    enc_out = transformer_->encode(src, enc_lengths);
+    profile_phase("decoder");
+    dec_out = transformer_->decode(pick(batch.tokens_bos), enc_out, enc_lengths, options.pad_index);
   }
+  profile_phase("loss");
   r.p_ctc = torch::log_softmax(ctc_lin_->forward(enc_out), -1);
-  const at::Tensor loss_ctc = ctc_loss(r.p_ctc, pick(batch.tokens), r.rel, pick(batch.tokens_rel),
+  const at::Tensor loss_ctc = ctc_loss(r.p_ctc, pick(batch.tokens), r.rel,
+                                       pick_host(batch.tokens_rel_on_host()),
                                        options.blank_index, options.reduction);
   if (kind_ == TaskKind::kCtc) {
     r.loss = loss_ctc;

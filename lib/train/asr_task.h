@@ -33,7 +33,15 @@ struct AsrBatch {
   at::Tensor tokens_bos;                  // (B, U+1): [bos] + tokens
   at::Tensor tokens_eos, tokens_eos_rel;  // (B, U+1): tokens + [eos]
   double audio_seconds = 0.0;
+  // CPU copies of the relative lengths, kept by to() so that lengths can be computed and checked
+  // on the host without reading the device back in the middle of a step.
+  at::Tensor host_wav_rel, host_tokens_rel;
+  // The batch on `device`: CPU-to-GPU copies go through pinned memory without stopping the host
+  // (features/device_copy.h).
   AsrBatch to(const at::Device& device) const;
+  // host_wav_rel / host_tokens_rel, or CPU copies of wav_rel / tokens_rel when to() did not run.
+  at::Tensor wav_rel_on_host() const;
+  at::Tensor tokens_rel_on_host() const;
 };
 
 struct LossOptions {
@@ -48,8 +56,8 @@ struct ForwardResult {
   at::Tensor loss;    // scalar
   at::Tensor p_ctc;   // (B', T'', V) log-probabilities
   at::Tensor p_seq;   // (B', U+1, V), S2S only
-  at::Tensor rel;     // (B') relative lengths after augmentation
-  at::Tensor source;  // (B') input row of each output row (identity without augmentation)
+  at::Tensor rel;     // (B') relative lengths after augmentation, on the CPU
+  at::Tensor source;  // (B') input row of each output row (identity without augmentation), CPU
 };
 
 class AsrTask {
@@ -68,7 +76,9 @@ class AsrTask {
   void to(const at::Device& device);
 
   // The training/validation forward pass and loss. `generator` (training only) drives the
-  // augmentation; `epoch` gates the normalization statistics (update_until_epoch).
+  // augmentation; `epoch` gates the normalization statistics (update_until_epoch). Features,
+  // normalization and augmentation run on the batch's device in float32 (autocast is suspended
+  // for them); lengths are computed on the host, so a CUDA step reads nothing back from the GPU.
   ForwardResult forward(const AsrBatch& batch, bool training, int64_t epoch,
                         at::Generator* generator, const LossOptions& options);
 

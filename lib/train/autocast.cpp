@@ -14,12 +14,14 @@ void set_cuda_autocast(bool on, at::ScalarType dtype) {
   at::autocast::set_autocast_dtype(at::kCUDA, dtype);
   at::autocast::set_autocast_enabled(at::kCUDA, on);
 }
+void set_cuda_autocast_enabled(bool on) { at::autocast::set_autocast_enabled(at::kCUDA, on); }
 #else
 bool cuda_autocast_enabled() { return at::autocast::is_enabled(); }
 void set_cuda_autocast(bool on, at::ScalarType dtype) {
   at::autocast::set_autocast_gpu_dtype(dtype);
   at::autocast::set_enabled(on);
 }
+void set_cuda_autocast_enabled(bool on) { at::autocast::set_enabled(on); }
 #endif
 
 }  // namespace
@@ -35,6 +37,14 @@ AutocastGuard::~AutocastGuard() {
   if (!active_) return;
   set_cuda_autocast(previous_enabled_, at::kBFloat16);
   at::autocast::clear_cache();
+}
+
+AutocastSuspend::AutocastSuspend() : was_enabled_(cuda_autocast_enabled()) {
+  if (was_enabled_) set_cuda_autocast_enabled(false);
+}
+
+AutocastSuspend::~AutocastSuspend() {
+  if (was_enabled_) set_cuda_autocast_enabled(true);
 }
 
 }  // namespace masr::train

@@ -23,4 +23,17 @@ class AutocastGuard {
   bool previous_enabled_ = false;
 };
 
+// Turns CUDA autocast off for a scope and back to what it was after (the features of a bf16 step
+// are computed in float32).
+class AutocastSuspend {
+ public:
+  AutocastSuspend();
+  ~AutocastSuspend();
+  AutocastSuspend(const AutocastSuspend&) = delete;
+  AutocastSuspend& operator=(const AutocastSuspend&) = delete;
+
+ private:
+  bool was_enabled_ = false;
+};
+
 }  // namespace masr::train

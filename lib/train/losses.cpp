@@ -54,7 +54,7 @@ at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
   const auto torch_reduction =
       reduction == LossReduction::kMean ? at::Reduction::Mean : at::Reduction::Sum;
   at::Tensor loss = at::ctc_loss(log_probs.transpose(0, 1).to(torch::kFloat32),
-                                 targets.cpu().to(torch::kLong).to(log_probs.device()),
+                                 targets.to(log_probs.device(), torch::kLong),
                                  input_lengths, target_lengths, blank, torch_reduction,
                                  /*zero_infinity=*/true);
   if (reduction == LossReduction::kBatchMean) loss = loss / static_cast<double>(targets.size(0));

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 
+#include <torch/version.h>
+
 #include "core/error.h"
 #include "hparams/registry.h"
 
@@ -96,21 +98,35 @@ double learning_rate(const torch::optim::Optimizer& optimizer) {
   return optimizer.param_groups().empty() ? 0.0 : optimizer.param_groups()[0].options().get_lr();
 }
 
-double clip_gradients(const std::vector<at::Tensor>& parameters, double max_norm) {
+at::Tensor clip_gradients(const std::vector<at::Tensor>& parameters, double max_norm) {
   torch::NoGradGuard no_grad;
-  std::vector<at::Tensor> norms;
+  std::vector<at::Tensor> grads;
   for (const auto& p : parameters) {
-    if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat32).norm(2));
+    if (p.grad().defined()) grads.push_back(p.grad());
   }
-  if (norms.empty()) return 0.0;
-  const double total = torch::stack(norms).norm(2).item<double>();
-  if (max_norm > 0 && std::isfinite(total)) {
-    const double coef = max_norm / (total + 1e-6);
-    if (coef < 1.0) {
-      for (const auto& p : parameters) {
-        if (p.grad().defined()) p.grad().mul_(coef);
-      }
+  if (grads.empty()) return torch::zeros({}, torch::kFloat32);
+  std::vector<at::Tensor> norms;
+#if TORCH_VERSION_MAJOR >= 2
+  bool all_float = true;
+  for (const auto& g : grads) all_float = all_float && g.scalar_type() == at::kFloat;
+  if (all_float) norms = at::_foreach_norm(grads, 2);
+#endif
+  if (norms.empty()) {
+    for (const auto& g : grads) norms.push_back(g.detach().to(torch::kFloat32).norm(2));
+  }
+  const at::Tensor total = torch::stack(norms).to(torch::kFloat32).norm(2);
+  if (max_norm > 0) {
+    // min(1, max_norm / (total + 1e-6)), or 1 when the norm is not finite.
+    const at::Tensor coef = torch::where(
+        torch::isfinite(total), torch::clamp_max(max_norm / (total + 1e-6), 1.0),
+        torch::ones_like(total));
+#if TORCH_VERSION_MAJOR >= 2
+    if (all_float) {
+      at::_foreach_mul_(grads, coef);
+      return total;
     }
+#endif
+    for (auto& g : grads) g.mul_(coef.to(g.scalar_type()));
   }
   return total;
 }

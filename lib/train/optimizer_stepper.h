@@ -14,6 +14,7 @@
 
 #include "train/checkpointer.h"
 #include "train/data_parallel.h"
+#include "train/fused_adam.h"
 #include "train/grad_scaler.h"
 #include "train/noam_scheduler.h"
 #include "train/train_config.h"
@@ -48,6 +49,7 @@ class OptimizerStepper {
   std::vector<at::Tensor> parameters_;
   std::shared_ptr<DataParallel> parallel_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<FusedAdam> fused_;  // CUDA with LibTorch >= 2: the step as fused kernels
   std::optional<NoamScheduler> scheduler_;
   GradScaler scaler_;
   int64_t accumulated_ = 0;  // backward passes since the last step

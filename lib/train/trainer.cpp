@@ -4,7 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -81,6 +84,7 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
   loss_options_ = {config_.ctc_weight, config_.label_smoothing, config_.blank_index,
                    config_.pad_index, config_.reduction};
   last_checkpoint_ = window_start_ = std::chrono::steady_clock::now();
+  if (options_.profile_steps > 0) profile_ = std::make_unique<StepProfile>(device_);
 }
 
 Trainer::~Trainer() {
@@ -145,13 +149,28 @@ bool Trainer::train_epoch(int64_t epoch) {
       {worker_count(config_.num_workers), 2});
   progress_->start_epoch(epoch, config_.number_of_epochs, batches.size(), start);
   std::vector<Utterance> items;
-  for (size_t index = start; loader.next(items); ++index) {
-    const AsrBatch batch = collate(std::move(items), config_.sample_rate, config_).to(device_);
+  std::optional<ActiveProfile> active;
+  if (profiling()) active.emplace(profile_.get());
+  for (size_t index = start;; ++index) {
+    if (profiling()) {
+      profile_->begin_step("data");
+    } else {
+      active.reset();  // the profiled batches are over: sync counting off
+    }
+    if (!loader.next(items)) break;
+    const AsrBatch host_batch = collate(std::move(items), config_.sample_rate, config_);
+    profile_phase("host-to-device");
+    const AsrBatch batch = host_batch.to(device_);
     train_batch(batch, epoch, index);
+    profile_phase("logging");
     pos_.batch = static_cast<int64_t>(index + 1);
     progress_->update(index + 1, epoch_loss_count_ ? epoch_loss_sum_ / epoch_loss_count_ : 0.0,
                       stepper_->lr(), batch.audio_seconds);
-    if (stepper_->accumulated() != 0) continue;  // checkpoints only between optimizer steps
+    if (stepper_->accumulated() != 0) {  // checkpoints only between optimizer steps
+      end_profiled_step();
+      continue;
+    }
+    profile_phase("checkpoint");
     bool stop = options_.stop_requested && options_.stop_requested();
     const double minutes =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() /
@@ -159,21 +178,49 @@ bool Trainer::train_epoch(int64_t epoch) {
     bool due_time = config_.ckpt_interval_minutes > 0 && minutes >= config_.ckpt_interval_minutes;
     if (parallel_->world_size() > 1) {
       // Ranks stop at the same batch, or the others would wait forever in their next all-reduce.
-      stop = parallel_->sum(stop ? 1.0 : 0.0) > 0.0;
-      due_time = parallel_->sum(due_time ? 1.0 : 0.0) > 0.0;
+      // Both flags in one collective: stops + (N + 1) * dues, each count in [0, N].
+      const double base = parallel_->world_size() + 1.0;
+      const double flags = parallel_->sum((stop ? 1.0 : 0.0) + (due_time ? base : 0.0));
+      stop = std::fmod(flags, base) > 0.0;
+      due_time = flags >= base;
     }
     if (stop || due_time || pending_step_checkpoint_) save_checkpoint(false, {});
+    end_profiled_step();
     if (stop) {
       progress_->message("train: stopped; checkpoint written, run the same command to resume");
       return false;
     }
   }
+  if (profile_ && profile_->in_step()) profile_->discard_step();
   if (stepper_->accumulated() > 0) {  // the epoch's last, partial accumulation
     stepper_->step();
     after_step();
   }
   progress_->end_epoch();
   return true;
+}
+
+void Trainer::end_profiled_step() {
+  if (!profile_ || !profile_->in_step()) return;
+  profile_->end_step();
+  if (profile_->steps() == options_.profile_steps) report_profile();
+}
+
+void Trainer::report_profile() const {
+  const std::string name =
+      main() ? "profile.json" : "profile-rank" + std::to_string(parallel_->rank()) + ".json";
+  const std::string path = (fs::path(config_.output_folder) / name).string();
+  fs::create_directories(config_.output_folder);
+  nlohmann::json j = profile_->json();
+  j["device"] = device_.str();
+  j["rank"] = parallel_->rank();
+  j["world_size"] = parallel_->world_size();
+  j["precision"] = config_.precision;
+  write_file_atomically(path, j.dump(2) + "\n");
+  if (main()) {
+    progress_->message("train: step profile of the first " + std::to_string(profile_->steps()) +
+                       " batches (written to " + path + "):\n" + profile_->table());
+  }
 }
 
 void Trainer::train_batch(const AsrBatch& batch, int64_t epoch, size_t index) {
@@ -188,6 +235,7 @@ void Trainer::train_batch(const AsrBatch& batch, int64_t epoch, size_t index) {
     AutocastGuard autocast(device_, config_.precision);
     loss = task_->forward(batch, true, epoch, &generator, loss_options_).loss;
   }
+  profile_phase("loss-check");
   const double value = loss.item<double>();
   bool finite = std::isfinite(value);
   // Ranks skip together: a rank alone without backward would leave the others' all-reduce waiting.

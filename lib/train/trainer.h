@@ -20,6 +20,7 @@
 #include "train/data_parallel.h"
 #include "train/optimizer_stepper.h"
 #include "train/progress.h"
+#include "train/step_profile.h"
 #include "train/train_config.h"
 #include "train/train_logger.h"
 
@@ -33,6 +34,9 @@ struct TrainRunOptions {
   // Override the hparams' ckpt_interval_steps / ckpt_interval_minutes when >= 0.
   int64_t ckpt_interval_steps = -1;
   double ckpt_interval_minutes = -1.0;
+  // > 0: time the phases of the first N batches (train/step_profile.h), print the table and write
+  // <output_folder>/profile.json (profile-rank<R>.json on other ranks), then train on.
+  int64_t profile_steps = 0;
 };
 
 // cpu, cuda, cuda:N, or auto (CUDA when available); anything else is a config error.
@@ -71,6 +75,9 @@ class Trainer {
   void restore(const CheckpointInfo& checkpoint);
   RetentionPolicy retention() const;
   void write_curves() const;
+  bool profiling() const { return profile_ && profile_->steps() < options_.profile_steps; }
+  void report_profile() const;
+  void end_profiled_step();  // closes a profiled batch; reports after the N-th
   bool main() const { return parallel_->is_main(); }
 
   const hparams::Hparams& hp_;
@@ -85,6 +92,7 @@ class Trainer {
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainLogger> logger_;
   std::unique_ptr<Progress> progress_;
+  std::unique_ptr<StepProfile> profile_;  // --profile N
   at::Device device_ = at::kCPU;
   LossOptions loss_options_;
   Position pos_;

@@ -109,7 +109,7 @@ TEST_CASE("optimizer factories: torch.optim defaults and errors", "[train]") {
   // Clipping: gradient (3, 4) has norm 5, clipped to 1.
   at::Tensor p = torch::zeros({2}, torch::requires_grad());
   (p * torch::tensor({3.f, 4.f})).sum().backward();
-  CHECK(clip_gradients({p}, 1.0) == Approx(5.0));
+  CHECK(clip_gradients({p}, 1.0).item<double>() == Approx(5.0));
   CHECK(p.grad().norm().item<double>() == Approx(1.0).epsilon(1e-4));
 }
 

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# bench/gpu_train.sh — GPU training measurements of mamba-asr next to the Python reference, in one
+# call on the GPU machine (the device tool's `run`), for bench/results/ and docs/training.md.
+#
+#   bash bench/gpu_train.sh STAGE...
+#
+# Stages (run in the order given; each appends to $OUT/summary.txt):
+#   build     configure + build mamba-asr (build-cuda/), and the reference's scan extension
+#   step      bench train-step --profile vs ref_train_step.py: ConMamba-L S2S bf16 16 x 30 s as
+#             A/B pairs (PAIRS, default 2), then ConMamba-S S2S and ConMamba-L CTC once each
+#   parity    fp32 losses of 20 steps from the reference's initial weights and batch, no dropout
+#   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
+#   ddp       the same on two GPUs (--nproc 2)
+#
+# Needs: .devdeps (../shared/device/prepare.sh), .ref (../shared/pyref/stage.sh) and, for epoch
+# and ddp, .benchdata/{opus/,train.csv,valid.csv} (bench/make_benchdata.sh); name them in carry.
+set -uo pipefail
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+BIN=$PWD/build-cuda/bin/mamba-asr
+PAIRS=${PAIRS:-2}
+summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
+ref_result() { grep -o '"audio_s_per_s": [0-9.]*\|"peak_MiB": [0-9.]*\|"median_ms": [0-9.]*' "$1" | tr '\n' ' '; }
+our_result() { grep -o '"median_s":[0-9.e-]*\|"throughput_per_s":[0-9.e+-]*\|"peak_bytes":[0-9.e+]*\|"p10_s":[0-9.e-]*\|"p90_s":[0-9.e-]*' "$1" | tr '\n' ' '; }
+
+source .devdeps/env.sh
+export TORCH_EXTENSIONS_DIR=/tmp/ext MAX_JOBS=8
+
+stage_build() {
+  nvidia-smi -L | tee -a "$OUT/summary.txt"
+  (python3 -c "import sys; sys.path.insert(0,'.ref/scripts'); import refcompat; refcompat.load_selective_scan()" \
+     > "$OUT/ext.log" 2>&1; echo "ext rc=$?" >> "$OUT/ext.log") &
+  local t0=$SECONDS
+  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORCH_CUDA_ARCH_LIST=9.0 \
+        -DMASR_BUILD_TESTS=OFF > "$OUT/cmake.log" 2>&1 &&
+    cmake --build build-cuda --target mamba-asr > "$OUT/build.log" 2>&1
+  local rc=$?
+  summary "build rc=$rc in $((SECONDS - t0)) s"
+  [[ $rc -eq 0 ]] || { grep -B2 -A12 'error' "$OUT/build.log" | head -80; exit 1; }
+  wait
+  tail -1 "$OUT/ext.log" | tee -a "$OUT/summary.txt"
+}
+
+ours_step() {  # name hparams precision batch seconds
+  CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-step --hparams "$2" --precision "$3" \
+    --batch "$4" --seconds "$5" --warmup 3 --repeat 20 --profile --json \
+    > "$OUT/$1.json" 2> "$OUT/$1.err"
+  summary "ours $1: $(our_result "$OUT/$1.json")"
+}
+
+ref_step() {  # name hparams batch seconds [extra]
+  CUDA_VISIBLE_DEVICES=0 python3 .ref/scripts/ref_train_step.py --hparams "$2" --batch "$3" \
+    --seconds "$4" --warmup 3 --repeat 20 --json "$OUT/$1.json" "${@:5}" > "$OUT/$1.log" 2>&1
+  summary "ref  $1: $(ref_result "$OUT/$1.json")"
+}
+
+stage_step() {
+  local L=.ref/mamba_asr/hparams
+  for i in $(seq 1 "$PAIRS"); do
+    ref_step "ref-s2s-L-$i" $L/S2S/conmamba_large.yaml 16 30
+    ours_step "ours-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
+  done
+  grep -A40 'train-step profile' "$OUT/ours-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+  ref_step ref-s2s-S $L/S2S/conmamba_small.yaml 16 30
+  ours_step ours-s2s-S hparams/S2S/conmamba_small.yaml bf16 16 30
+  ref_step ref-ctc-L $L/CTC/conmamba_large.yaml 16 30
+  ours_step ours-ctc-L hparams/CTC/conmamba_large.yaml bf16 16 30
+}
+
+stage_parity() {
+  # Dropout off on both sides (the only randomness left without augmentation).
+  sed 's/^transformer_dropout: .*/transformer_dropout: 0.0/' .ref/mamba_asr/hparams/S2S/conmamba_large.yaml > /tmp/ref_nodrop.yaml
+  sed 's/^transformer_dropout: .*/transformer_dropout: 0.0/' hparams/S2S/conmamba_large.yaml > hparams/S2S/.parity_nodrop.yaml
+  CUDA_VISIBLE_DEVICES=0 python3 .ref/scripts/ref_train_step.py --hparams /tmp/ref_nodrop.yaml --batch 4 \
+    --seconds 10 --warmup 0 --repeat 20 --no-augment --fp32 --save-init /tmp/parity \
+    --json "$OUT/parity-ref.json" > "$OUT/parity-ref.log" 2>&1
+  CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-parity --hparams hparams/S2S/.parity_nodrop.yaml \
+    --init /tmp/parity --warmup 0 --repeat 20 --json > "$OUT/parity-ours.json" 2> "$OUT/parity-ours.err"
+  rm -f hparams/S2S/.parity_nodrop.yaml
+  python3 - "$OUT/parity-ref.json" "$OUT/parity-ours.json" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+ref = json.load(open(sys.argv[1]))["losses"]
+ours = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+m = ours
+mine = [m[f"loss.{i}"] for i in range(len(ref)) if f"loss.{i}" in m]
+worst = 0.0
+for i, (a, b) in enumerate(zip(ref, mine)):
+    rel = abs(a - b) / abs(a)
+    worst = max(worst, rel)
+    print(f"parity step {i:2d}: ref {a:.5f} ours {b:.5f} rel {rel:.2e}")
+print(f"parity: {len(mine)} steps, worst relative difference {worst:.2e}")
+PY
+}
+
+make_csvs() {  # copies: the 16x (or more) listing of the training CSV under new IDs
+  local data=$PWD/.benchdata copies=$1
+  awk -F, -v k="$copies" 'NR==1{print;next}{for(i=0;i<k;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
+    .benchdata/train.csv > /tmp/train_rep.csv
+  cp .benchdata/valid.csv /tmp/valid.csv
+  echo "$data/opus"
+}
+
+train_run() {  # name nproc extra...
+  local data; data=$(make_csvs "${EPOCH_COPIES:-48}")
+  local out=/tmp/run-$1
+  rm -rf "$out"
+  local t0=$SECONDS
+  "$BIN" --device cuda train hparams/S2S/conmamba_large.yaml --data_folder "$data" \
+    --output_folder "$out" --train_csv /tmp/train_rep.csv --valid_csv /tmp/valid.csv \
+    --number_of_epochs 1 --num_workers 6 --precision bf16 --grad_accumulation_factor 1 \
+    --output_neurons 1000 --profile 30 "${@:3}" > "$OUT/$1.log" 2>&1
+  summary "$1: rc=$? wall $((SECONDS - t0)) s"
+  cp "$out/log.jsonl" "$OUT/$1.log.jsonl" 2>/dev/null
+  cp "$out/profile.json" "$OUT/$1.profile.json" 2>/dev/null
+  grep -A30 'step profile' "$OUT/$1.log" | head -32 | tee -a "$OUT/summary.txt"
+  python3 - "$out/log.jsonl" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"audio_sec_per_sec"' in l]
+v = [r["audio_sec_per_sec"] for r in rows if r.get("step", 0) > 20]
+if v:
+    print(f"  steps>20 windows: {len(v)}, audio-s/s median {statistics.median(v):.0f} "
+          f"min {min(v):.0f} max {max(v):.0f} (rank 0's audio)")
+PY
+}
+
+stage_epoch() { CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu 1; }
+stage_ddp() { CUDA_VISIBLE_DEVICES=0,1 train_run epoch-2gpu 2 --nproc 2; }
+
+for stage in "$@"; do
+  summary "== $stage ($(date -u +%H:%M:%S))"
+  "stage_$stage"
+done

@@ -1,0 +1,125 @@
+// lib/train/fused_adam.cpp
+// at::_fused_adam_ / at::_fused_adamw_ exist from LibTorch 2.0 on; 1.13 builds compile the
+// fallback only.
+#include "train/fused_adam.h"
+
+#include <torch/version.h>
+
+#include <sstream>
+#include <type_traits>
+#include <unordered_map>
+
+#include "core/error.h"
+
+#define MASR_HAS_FUSED_ADAM (TORCH_VERSION_MAJOR >= 2)
+
+namespace masr::train {
+namespace {
+
+// torch::optim keys its per-parameter state by the parameter's TensorImpl: as a pointer in some
+// releases, as the pointer printed to a string in others.
+template <typename Map>
+typename Map::key_type state_key(const Map&, const at::Tensor& p) {
+  using Key = typename Map::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream out;
+    out << p.unsafeGetTensorImpl();
+    return out.str();
+  } else {
+    return static_cast<Key>(p.unsafeGetTensorImpl());
+  }
+}
+
+// The moments of `p` in the optimizer's state (created as torch::optim's step() creates them).
+template <typename ParamState>
+ParamState& param_state(torch::optim::Optimizer& optimizer, const at::Tensor& p, bool amsgrad) {
+  auto& states = optimizer.state();
+  const auto key = state_key(states, p);
+  auto it = states.find(key);
+  if (it == states.end()) {
+    auto fresh = std::make_unique<ParamState>();
+    fresh->step(0);
+    fresh->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    if (amsgrad) fresh->max_exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    states[key] = std::move(fresh);
+    it = states.find(key);
+  }
+  return static_cast<ParamState&>(*it->second);
+}
+
+}  // namespace
+
+struct FusedAdam::State {
+  // float32 step counts on the device, one per parameter (the fused kernels read them there);
+  // torch::optim's int64 counts are kept equal on the host for checkpoints.
+  std::unordered_map<const void*, at::Tensor> steps;
+};
+
+FusedAdam::FusedAdam(torch::optim::Optimizer& optimizer, OptimizerConfig config)
+    : optimizer_(optimizer), config_(std::move(config)), state_(std::make_unique<State>()) {}
+
+FusedAdam::~FusedAdam() = default;
+
+bool FusedAdam::available(const std::vector<at::Tensor>& parameters) {
+#if MASR_HAS_FUSED_ADAM
+  if (parameters.empty()) return false;
+  const at::Device device = parameters.front().device();
+  for (const auto& p : parameters) {
+    if (!p.is_cuda() || p.device() != device || p.scalar_type() != at::kFloat) return false;
+  }
+  return true;
+#else
+  (void)parameters;
+  return false;
+#endif
+}
+
+void FusedAdam::reset() { state_->steps.clear(); }
+
+void FusedAdam::step() {
+#if MASR_HAS_FUSED_ADAM
+  torch::NoGradGuard no_grad;
+  const bool adamw = config_.type == "AdamW";
+  for (auto& group : optimizer_.param_groups()) {
+    std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps;
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      params.push_back(p);
+      grads.push_back(p.grad());
+      auto record = [&](auto& st) {
+        exp_avgs.push_back(st.exp_avg());
+        exp_avg_sqs.push_back(st.exp_avg_sq());
+        if (config_.amsgrad) max_sqs.push_back(st.max_exp_avg_sq());
+        at::Tensor& step = state_->steps[p.unsafeGetTensorImpl()];
+        if (!step.defined()) {
+          step = at::full({}, static_cast<double>(st.step()), p.options().dtype(at::kFloat));
+        }
+        steps.push_back(step);
+        st.step(st.step() + 1);
+      };
+      if (adamw) {
+        record(param_state<torch::optim::AdamWParamState>(optimizer_, p, config_.amsgrad));
+      } else {
+        record(param_state<torch::optim::AdamParamState>(optimizer_, p, config_.amsgrad));
+      }
+    }
+    if (params.empty()) continue;
+    at::_foreach_add_(steps, 1);
+    const double lr = group.options().get_lr();
+    if (adamw) {
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, config_.beta1,
+                        config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
+                        /*maximize=*/false);
+    } else {
+      at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, config_.beta1,
+                       config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
+                       /*maximize=*/false);
+    }
+  }
+#else
+  throw Error(ErrorKind::kInternal, "FusedAdam: this LibTorch has no fused Adam kernels");
+#endif
+}
+
+}  // namespace masr::train

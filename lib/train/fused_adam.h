@@ -1,0 +1,39 @@
+// lib/train/fused_adam.h
+// Adam/AdamW steps as LibTorch's fused multi-tensor CUDA kernels (what torch.optim's
+// `fused=True` runs): a few launches for the whole model instead of about eight per parameter
+// tensor, which for a 600-tensor model costs more host time than the GPU needs for the update.
+// The moments and step counts stay in the torch::optim optimizer's own state, so checkpoints
+// are the same whichever path stepped. Available with LibTorch >= 2 on CUDA; elsewhere the
+// optimizer's own step() runs (`available()` says which).
+#pragma once
+
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "train/optimizer.h"
+
+namespace masr::train {
+
+class FusedAdam {
+ public:
+  // `optimizer` is the torch::optim::Adam or AdamW that make_optimizer(config, ...) built.
+  FusedAdam(torch::optim::Optimizer& optimizer, OptimizerConfig config);
+  ~FusedAdam();
+
+  // Whether this build has the fused kernels and every parameter is a float32 CUDA tensor.
+  static bool available(const std::vector<at::Tensor>& parameters);
+
+  // One step of every parameter with a gradient, as optimizer.step() would take it.
+  void step();
+  // Call after the optimizer's state was replaced (a checkpoint was loaded).
+  void reset();
+
+ private:
+  struct State;
+  torch::optim::Optimizer& optimizer_;
+  OptimizerConfig config_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace masr::train

@@ -1,0 +1,124 @@
+// tests/train/test_step_profile.cpp
+// StepProfile on the CPU (steady-clock phases, medians, shares, JSON) and `train --profile N`
+// end to end on the tiny corpus: the profile file has the training step's phases.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "train/step_profile.h"
+#include "train_fixtures.h"
+
+using namespace masr;
+using namespace masr::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+void busy_for(std::chrono::milliseconds ms) {
+  const auto end = std::chrono::steady_clock::now() + ms;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+const PhaseSummary& phase_named(const std::vector<PhaseSummary>& phases, const std::string& name) {
+  for (const auto& p : phases) {
+    if (p.name == name) return p;
+  }
+  FAIL("no phase " << name);
+  throw std::logic_error("unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("StepProfile: consecutive phases, repeated phases add up, medians over steps",
+          "[train][profile]") {
+  StepProfile profile(at::kCPU);
+  {
+    ActiveProfile active(&profile);
+    for (int step = 0; step < 3; ++step) {
+      profile.begin_step("a");
+      busy_for(std::chrono::milliseconds(20));
+      profile_phase("b");  // marked the way code deep inside the step marks it
+      busy_for(std::chrono::milliseconds(5));
+      profile_phase("a");  // a phase may come back within a step
+      busy_for(std::chrono::milliseconds(10));
+      profile.end_step();
+    }
+    // A step that ends without end_step (the data ran out) is not counted.
+    profile.begin_step("a");
+    profile.discard_step();
+    profile_phase("c");  // outside a step: ignored
+  }
+  profile_phase("d");  // no active profile: a no-op
+  REQUIRE(profile.steps() == 3);
+  const auto phases = profile.summary();
+  REQUIRE(phases.size() == 3);  // a, b, step
+  CHECK(phases[0].name == "a");
+  CHECK(phases[1].name == "b");
+  CHECK(phases[2].name == "step");
+  // Busy-waits are lower bounds; the slack allows for a loaded machine.
+  CHECK(phase_named(phases, "a").median_ms >= 30.0);
+  CHECK(phase_named(phases, "a").median_ms < 200.0);
+  CHECK(phase_named(phases, "b").median_ms >= 5.0);
+  const PhaseSummary& step = phase_named(phases, "step");
+  CHECK(step.median_ms >= 35.0);
+  CHECK(phase_named(phases, "a").share + phase_named(phases, "b").share == Approx(1.0));
+  CHECK(step.syncs == 0.0);  // counted on CUDA only
+
+  const nlohmann::json j = profile.json();
+  CHECK(j["steps"] == 3);
+  CHECK(j["timing"] == "steady-clock");
+  REQUIRE(j["phases"].size() == 3);
+  CHECK(j["phases"][0]["phase"] == "a");
+  const std::string table = profile.table();
+  CHECK_THAT(table, Catch::Contains("phase") && Catch::Contains("median ms") &&
+                        Catch::Contains("step") && Catch::Contains("3 steps"));
+}
+
+TEST_CASE("StepProfile: a phase first seen in a later step counts zero for the earlier ones",
+          "[train][profile]") {
+  StepProfile profile(at::kCPU);
+  profile.begin_step("a");
+  profile.end_step();
+  profile.begin_step("a");
+  profile.phase("late");
+  busy_for(std::chrono::milliseconds(4));
+  profile.end_step();
+  const auto phases = profile.summary();
+  const PhaseSummary& late = phase_named(phases, "late");
+  CHECK(late.mean_ms >= 2.0);  // (0 + >= 4) / 2
+  CHECK(late.median_ms >= 2.0);
+}
+
+TEST_CASE("train --profile N: the first N batches' phases in profile.json and the log",
+          "[train][profile]") {
+  if (!fs::exists(testing::mamba_asr_exe())) FAIL("build the mamba-asr target first");
+  testing::TempDir dir("train_profile");
+  testing::write_synth_corpus(dir.file("corpus"));
+  const std::string out = dir.file("out");
+  const std::string cmd = testing::mamba_asr_exe() + " train " +
+                          testing::tiny_ctc_args(dir.file("corpus"), out, 1) +
+                          " --threads 1 --profile 3 2> " + dir.file("log.txt");
+  REQUIRE(testing::run_command(cmd) == 0);
+  const nlohmann::json j = nlohmann::json::parse(read_file(out + "/profile.json"));
+  CHECK(j["steps"] == 3);
+  CHECK(j["device"] == "cpu");
+  std::set<std::string> names;
+  for (const auto& p : j["phases"]) {
+    names.insert(p["phase"].get<std::string>());
+    CHECK(p["median_ms"].get<double>() >= 0.0);
+  }
+  for (const char* expected : {"data", "host-to-device", "features", "normalize", "augment",
+                               "encoder", "loss", "loss-check", "backward", "clip", "optimizer",
+                               "scheduler", "logging", "step"}) {
+    CHECK(names.count(expected) == 1);
+  }
+  const std::string log = read_file(dir.file("log.txt"));
+  CHECK_THAT(log, Catch::Contains("step profile of the first 3 batches"));
+}

@@ -1,0 +1,185 @@
+// tests/train/test_train_cuda.cpp
+// The CUDA training step against the CPU one (run on the GPU machine: test_masr "[.cuda]"):
+// features, normalization and augmentation computed on the GPU, the whole S2S forward/backward,
+// the sync-free gradient clipping and the fused Adam/AdamW step.
+#include <catch2/catch.hpp>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "features/augment_interface.h"
+#include "features/fbank.h"
+#include "features/input_normalization.h"
+#include "hparams/hparams.h"
+#include "runtime/registration.h"
+#include "train/asr_task.h"
+#include "train/data_parallel.h"
+#include "train/fused_adam.h"
+#include "train/optimizer.h"
+#include "train/optimizer_stepper.h"
+#include "train/train_config.h"
+
+using namespace masr;
+
+namespace {
+
+void require_cuda() {
+  if (!torch::cuda::is_available()) FAIL("no CUDA device");
+}
+
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.detach().cpu().to(at::kDouble) - b.detach().cpu().to(at::kDouble)).abs().max().item<double>();
+}
+
+// Random audio of three lengths (relative lengths < 1: padding must not leak) and tokens.
+train::AsrBatch random_batch(int64_t vocab) {
+  torch::manual_seed(11);
+  train::AsrBatch b;
+  const std::vector<int64_t> samples{32000, 24000, 17000};
+  b.wav = torch::zeros({3, 32000});
+  for (int64_t i = 0; i < 3; ++i) b.wav[i].narrow(0, 0, samples[i]).copy_(torch::randn({samples[i]}) * 0.1);
+  b.wav_rel = torch::tensor({1.0f, 24000.0f / 32000, 17000.0f / 32000});
+  b.tokens = torch::randint(3, vocab, {3, 6}, torch::kLong);
+  b.tokens_rel = torch::tensor({1.0f, 5.0f / 6, 4.0f / 6});
+  b.tokens_bos = torch::cat({torch::ones({3, 1}, torch::kLong), b.tokens}, 1);
+  b.tokens_eos = torch::cat({b.tokens, torch::full({3, 1}, 2, torch::kLong)}, 1);
+  b.tokens_eos_rel = torch::tensor({1.0f, 6.0f / 7, 5.0f / 7});
+  b.ids = {"a", "b", "c"};
+  b.words = {"", "", ""};
+  b.audio_seconds = (32000 + 24000 + 17000) / 16000.0;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA Fbank and InputNormalization equal the CPU ones", "[.cuda]") {
+  require_cuda();
+  features::FbankConfig config;
+  config.n_mels = 80;
+  const features::Fbank fbank(config);
+  torch::manual_seed(3);
+  const at::Tensor wav = torch::randn({4, 48000}) * 0.1;
+  const at::Tensor cpu = fbank(wav);
+  const at::Tensor gpu = fbank(wav.cuda());
+  CHECK(gpu.is_cuda());
+  // Both compute the spectrum in float64; the differences are float32 rounding of the mel sums.
+  CHECK(max_abs_diff(cpu, gpu) < 1e-3);  // dB
+
+  features::InputNormalization cpu_norm(features::InputNormalizationConfig{});
+  features::InputNormalization gpu_norm(features::InputNormalizationConfig{});
+  gpu_norm->to(at::kCUDA);
+  const at::Tensor rel = torch::tensor({1.0, 0.75, 0.5, 0.3});
+  for (int64_t epoch = 1; epoch <= 2; ++epoch) {
+    const at::Tensor a = cpu_norm->forward(cpu, rel, epoch);
+    const at::Tensor b = gpu_norm->forward(gpu, rel, epoch);  // CPU lengths, GPU features
+    CHECK(max_abs_diff(a, b) < 1e-3);
+  }
+  CHECK(gpu_norm->count() == 2);
+  CHECK(max_abs_diff(cpu_norm->glob_mean(), gpu_norm->glob_mean()) < 1e-4);
+  CHECK(max_abs_diff(cpu_norm->glob_std(), gpu_norm->glob_std()) < 1e-4);
+}
+
+TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fused AdamW",
+          "[.cuda]") {
+  require_cuda();
+  runtime::register_all_classes();
+  hparams::LoadOptions options;
+  options.overrides = {{"transformer_dropout", "0.0"}};
+  options.placeholder_value = "unused";
+  const std::string file = std::string(MASR_SOURCE_DIR) + "/hparams/S2S/conmamba_tiny.yaml";
+  const hparams::Hparams hp_cpu = hparams::load_file(file, options);
+  const hparams::Hparams hp_gpu = hparams::load_file(file, options);
+  train::TrainConfig config = train::train_config_from(hp_cpu);
+  config.grad_accumulation_factor = 1;
+  config.precision = "fp32";
+  train::AsrTask cpu(hp_cpu), gpu(hp_gpu);
+  {
+    torch::NoGradGuard no_grad;
+    const auto from = cpu.model().named_parameters();
+    auto to = gpu.model().named_parameters();
+    for (const auto& item : from) to[item.key()].copy_(item.value());
+  }
+  gpu.to(at::kCUDA);
+  cpu.train(true);
+  gpu.train(true);
+  const train::AsrBatch batch = random_batch(config.output_neurons);
+  const train::AsrBatch batch_gpu = batch.to(at::kCUDA);
+  train::LossOptions loss;
+  loss.ctc_weight = config.ctc_weight;
+  loss.label_smoothing = config.label_smoothing;
+  train::OptimizerStepper step_cpu(config, cpu.parameters(), false,
+                                   std::make_shared<train::DataParallel>());
+  train::OptimizerStepper step_gpu(config, gpu.parameters(), true,
+                                   std::make_shared<train::DataParallel>());
+  CHECK(train::FusedAdam::available(gpu.parameters()) == (TORCH_VERSION_MAJOR >= 2));
+  for (int step = 0; step < 3; ++step) {
+    // The same augmentation draws on both sides: the generator is a CPU one.
+    at::Generator g_cpu = features::make_generator(100 + step);
+    at::Generator g_gpu = features::make_generator(100 + step);
+    const train::ForwardResult a = cpu.forward(batch, true, 1, &g_cpu, loss);
+    const train::ForwardResult b = gpu.forward(batch_gpu, true, 1, &g_gpu, loss);
+    INFO("step " << step << ": CPU loss " << a.loss.item<double>() << ", CUDA loss "
+                 << b.loss.item<double>());
+    CHECK(b.loss.item<double>() == Approx(a.loss.item<double>()).epsilon(1e-4));
+    CHECK(b.rel.is_cpu());
+    CHECK(a.rel.equal(b.rel));
+    step_cpu.backward(a.loss);
+    step_gpu.backward(b.loss);
+    const auto pa = cpu.parameters();
+    const auto pb = gpu.parameters();
+    double worst = 0.0, scale = 0.0;
+    for (size_t i = 0; i < pa.size(); ++i) {
+      worst = std::max(worst, max_abs_diff(pa[i], pb[i]));
+      scale = std::max(scale, pa[i].detach().abs().max().item<double>());
+    }
+    INFO("largest parameter difference " << worst << " of parameters up to " << scale);
+    CHECK(worst < 1e-4 * std::max(1.0, scale));
+  }
+}
+
+TEST_CASE("fused Adam/AdamW and sync-free clipping equal torch::optim on CUDA", "[.cuda]") {
+  require_cuda();
+  for (const char* type : {"AdamW", "Adam"}) {
+    for (bool amsgrad : {false, true}) {
+      train::OptimizerConfig oc;
+      oc.type = type;
+      oc.lr = 1e-2;
+      oc.weight_decay = 0.05;
+      oc.amsgrad = amsgrad;
+      torch::manual_seed(5);
+      std::vector<at::Tensor> ref{torch::randn({7, 5}).cuda().requires_grad_(),
+                                  torch::randn({5}).cuda().requires_grad_(),
+                                  torch::randn({3}).cuda().requires_grad_()};
+      std::vector<at::Tensor> fused;
+      for (const auto& p : ref) fused.push_back(p.detach().clone().requires_grad_());
+      auto opt_ref = train::make_optimizer(oc, ref);
+      auto opt_fused = train::make_optimizer(oc, fused);
+      REQUIRE(train::FusedAdam::available(fused) == (TORCH_VERSION_MAJOR >= 2));
+      if (!train::FusedAdam::available(fused)) continue;
+      train::FusedAdam runner(*opt_fused, oc);
+      for (int step = 0; step < 4; ++step) {
+        const at::Tensor g = torch::randn({7, 5}).cuda();
+        for (auto* params : {&ref, &fused}) {
+          ((*params)[0] * g).sum().add((*params)[1].pow(2).sum()).backward();
+          // The third parameter gets no gradient on odd steps: it must not move then.
+          if (step % 2 == 0) (*params)[2].sum().backward();
+        }
+        const double norm_ref = train::clip_gradients(ref, 1.0).item<double>();
+        const double norm_fused = train::clip_gradients(fused, 1.0).item<double>();
+        CHECK(norm_fused == Approx(norm_ref).epsilon(1e-6));
+        opt_ref->step();
+        runner.step();
+        opt_ref->zero_grad();
+        opt_fused->zero_grad();
+        for (size_t i = 0; i < ref.size(); ++i) {
+          INFO(type << (amsgrad ? " amsgrad" : "") << " step " << step << " parameter " << i);
+          CHECK(max_abs_diff(ref[i], fused[i]) < 1e-6);
+        }
+      }
+      // The step counts (checkpoint state) match torch::optim's.
+      const std::string a = train::optimizer_bytes(*opt_ref);
+      const std::string b = train::optimizer_bytes(*opt_fused);
+      CHECK(a.size() == b.size());
+    }
+  }
+}
