@@ -11,6 +11,8 @@
 #   parity    fp32 losses of 20 steps from the reference's initial weights and batch, no dropout
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
+#   loader    bench loader on .benchdata's Opus files, 1-16 workers
+#   trace     a Kineto trace of 3 ConMamba-L S2S bf16 steps, summarized by kernel
 #
 # Needs: .devdeps (../shared/device/prepare.sh), .ref (../shared/pyref/stage.sh) and, for epoch
 # and ddp, .benchdata/{opus/,train.csv,valid.csv} (bench/make_benchdata.sh); name them in carry.
@@ -31,9 +33,12 @@ stage_build() {
   (python3 -c "import sys; sys.path.insert(0,'.ref/scripts'); import refcompat; refcompat.load_selective_scan()" \
      > "$OUT/ext.log" 2>&1; echo "ext rc=$?" >> "$OUT/ext.log") &
   local t0=$SECONDS
+  local torch_dir
+  torch_dir=$(python3 -c 'import os, torch; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))' 2>/dev/null | tail -1)
+  echo "python3: $(command -v python3); Torch_DIR=$torch_dir; CMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH" >> "$OUT/summary.txt"
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORCH_CUDA_ARCH_LIST=9.0 \
-        -DMASR_BUILD_TESTS=OFF > "$OUT/cmake.log" 2>&1 &&
-    cmake --build build-cuda --target mamba-asr > "$OUT/build.log" 2>&1
+        -DTorch_DIR="$torch_dir" -DMASR_BUILD_TESTS=${BUILD_TESTS:-OFF} > "$OUT/cmake.log" 2>&1 &&
+    cmake --build build-cuda --target mamba-asr ${BUILD_TESTS:+test_masr} > "$OUT/build.log" 2>&1
   local rc=$?
   summary "build rc=$rc in $((SECONDS - t0)) s"
   [[ $rc -eq 0 ]] || { grep -B2 -A12 'error' "$OUT/build.log" | head -80; exit 1; }
@@ -97,7 +102,7 @@ make_csvs() {  # copies: the 16x (or more) listing of the training CSV under new
   awk -F, -v k="$copies" 'NR==1{print;next}{for(i=0;i<k;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
     .benchdata/train.csv > /tmp/train_rep.csv
   cp .benchdata/valid.csv /tmp/valid.csv
-  echo "$data/opus"
+  echo "$data"
 }
 
 train_run() {  # name nproc extra...
@@ -121,6 +126,19 @@ if v:
     print(f"  steps>20 windows: {len(v)}, audio-s/s median {statistics.median(v):.0f} "
           f"min {min(v):.0f} max {max(v):.0f} (rank 0's audio)")
 PY
+}
+
+stage_loader() {
+  "$BIN" bench loader --input .benchdata/train.csv --workers 1,2,4,8,16 --warmup 1 --repeat 3 \
+    > "$OUT/loader.txt" 2> "$OUT/loader.err"
+  tee -a "$OUT/summary.txt" < "$OUT/loader.txt"
+}
+
+stage_trace() {
+  CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-step --hparams hparams/S2S/conmamba_large.yaml \
+    --precision bf16 --batch 16 --seconds 30 --warmup 3 --repeat 6 --trace /tmp/trace.json \
+    > "$OUT/trace-step.txt" 2>&1
+  python3 bench/trace_summary.py /tmp/trace.json 3 45 | tee -a "$OUT/summary.txt"
 }
 
 stage_epoch() { CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu 1; }

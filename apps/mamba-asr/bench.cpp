@@ -19,7 +19,7 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> names;
   runtime::BenchSettings settings;
-  std::string batches, threads;  // comma-separated sweeps
+  std::string batches, threads, workers;  // comma-separated sweeps
   bool json = false, csv = false, markdown = false;
   bool list = false;
   bool tune = false, replan = false;
@@ -111,6 +111,9 @@ int run_bench(BenchOptions& options, const GlobalOptions& global) {
   if (!options.batches.empty()) {
     options.settings.batches = parse_list<int64_t>(options.batches, "--batch");
   }
+  if (!options.workers.empty()) {
+    options.settings.workers = parse_list<int64_t>(options.workers, "--workers");
+  }
   const std::vector<int> threads =
       options.threads.empty() ? std::vector<int>{} : parse_list<int>(options.threads, "--threads");
   options.settings.device = runtime::resolve_device(runtime::parse_device(global.device)).str();
@@ -172,6 +175,8 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
       ->check(CLI::Range(0, 100000));
   cmd->add_option("--batch", options->batches,
                   "Batch sizes to sweep, e.g. 1,8,32 (train-step, decode-rtf; --tune candidates)");
+  cmd->add_option("--workers", options->workers,
+                  "loader: data-loader worker counts to sweep, e.g. 1,4,16");
   cmd->add_option("--threads", options->threads,
                   "Thread counts to sweep, e.g. 1,2 (with --tune: the candidates)");
   cmd->add_option("--seconds", options->settings.seconds,
@@ -185,9 +190,10 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--model", options->settings.model, "decode-files: a trained model (file or folder)");
   cmd->add_option("--input", options->settings.inputs,
                   "decode-files: audio inputs as decode takes them (files, folders, @list, CSV); "
-                  "repeatable");
+                  "loader: a SpeechBrain CSV of training audio ($data_root: the CSV's folder); repeatable");
   cmd->add_option("--batch-seconds", options->settings.batch_seconds,
-                  "decode-files: padded audio seconds per batch (0: --batch alone), as decode's")
+                  "decode-files: padded audio seconds per batch (0: --batch alone), as decode's; "
+                  "loader with --input: max_batch_length (0: 500 s, ConMamba-L's)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--search", options->settings.search, "decode-files: greedy, ctc-beam or s2s")
@@ -197,6 +203,8 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
                 "train-step: time each phase of the step (features, normalize, augment, encoder, "
                 "decoder, loss, backward, clip, optimizer, ...) with CUDA events on GPUs and count "
                 "host syncs; table on stderr, medians in the results");
+  cmd->add_option("--trace", options->settings.trace,
+                  "train-step on CUDA: write a Chrome trace (Kineto) of 3 timed steps to FILE");
   cmd->add_option("--init", options->settings.init,
                   "train-parity: folder with the reference's model.ckpt and batch.pt");
   cmd->add_flag("--json", options->json, "One JSON object per result (with --tune: the plan)");

@@ -2,6 +2,10 @@
 // PrefetchScheduler: in-order hand-out of batches to workers with a bounded window.
 #include "data/loader.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "core/error.h"
 
 namespace masr::data {
@@ -27,6 +31,12 @@ PrefetchScheduler::~PrefetchScheduler() {
 }
 
 void PrefetchScheduler::work() {
+#ifdef _OPENMP
+  // A worker is one thread of the loader's parallelism: an OpenMP region it enters (libsoxr is
+  // built with OpenMP) runs on this thread alone, instead of forking a team as large as the
+  // machine per call, whose spinning threads compete with the other workers for the cores.
+  omp_set_num_threads(1);
+#endif
   while (true) {
     size_t b;
     {

@@ -28,6 +28,12 @@ struct BenchSettings {
   // train-parity: a folder with the Python reference's initial weights (model.ckpt) and batch
   // (batch.pt), as ../shared/pyref's ref_train_step.py --save-init writes them.
   std::string init;
+  // train-step on CUDA (LibTorch >= 2): a Chrome trace (Kineto, CPU + CUDA activity) of 3 timed
+  // steps written to this file, for a kernel-level breakdown (bench/trace_summary.py).
+  std::string trace;
+  // loader: worker counts to sweep (empty: 0, 1, 2 on the built-in corpus; 1, 2, 4, ... up to
+  // the cores with --input).
+  std::vector<int64_t> workers;
   // For decode-files: a trained model, its inputs (as `mamba-asr decode` takes them) and search.
   std::string model;
   std::vector<std::string> inputs;

@@ -7,11 +7,13 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
 #include "features/augment_interface.h"
@@ -26,8 +28,44 @@
 #include "train/step_profile.h"
 #include "train/train_config.h"
 
+#if defined(MASR_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/profiler_kineto.h>
+#define MASR_HAS_KINETO 1
+#endif
+
 namespace masr::runtime {
 namespace {
+
+// Records CPU and CUDA activity (Kineto) between start() and stop(path), which writes a Chrome
+// trace; a config error where this build has no Kineto.
+class KinetoTrace {
+ public:
+  void start() {
+#ifdef MASR_HAS_KINETO
+    namespace prof = torch::autograd::profiler;
+    const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+    const std::set<torch::profiler::impl::ActivityType> activities{
+        torch::profiler::impl::ActivityType::CPU, torch::profiler::impl::ActivityType::CUDA};
+    prof::prepareProfiler(config, activities);
+    prof::enableProfiler(config, activities);
+    on_ = true;
+#else
+    throw_config_error("bench --trace needs a CUDA build with LibTorch >= 2 (Kineto)");
+#endif
+  }
+  void stop(const std::string& path) {
+#ifdef MASR_HAS_KINETO
+    if (!on_) return;
+    on_ = false;
+    torch::autograd::profiler::disableProfiler()->save(path);
+#else
+    (void)path;
+#endif
+  }
+
+ private:
+  bool on_ = false;
+};
 
 // Random audio and tokens shaped like a LibriSpeech batch: about 12 characters (or 3 subword
 // units) per second, fewer than the 25 encoder frames per second that CTC needs.
@@ -108,10 +146,21 @@ BenchResult TrainStepBench::run(const StepSpec& spec, const BenchSettings& setti
   train::StepProfile profile(s.device);
   std::optional<train::ActiveProfile> active;
   int calls = 0;
+  KinetoTrace trace;
   BenchResult r =
       measure("train-step/" + precision + "/b" + std::to_string(spec.batch), settings, [&] {
-        // Only the timed repetitions are profiled (the first `warmup` calls are not).
-        if (settings.profile && calls++ == settings.warmup) active.emplace(&profile);
+        // Only the timed repetitions are profiled (the first `warmup` calls are not); the trace
+        // covers the first three of them.
+        if (settings.profile && calls == settings.warmup) active.emplace(&profile);
+        if (!settings.trace.empty() && calls == settings.warmup) {
+          try {
+            trace.start();
+          } catch (const std::exception& e) {  // the timing goes on without the trace
+            std::cerr << "bench: no trace: " << e.what() << "\n";
+          }
+        }
+        if (!settings.trace.empty() && calls == settings.warmup + 3) trace.stop(settings.trace);
+        ++calls;
         if (active) profile.begin_step("features");
         at::Tensor loss;
         {
@@ -123,6 +172,7 @@ BenchResult TrainStepBench::run(const StepSpec& spec, const BenchSettings& setti
         synchronize_device(spec.device);
       });
   active.reset();
+  trace.stop(settings.trace);
   r.work = batch.audio_seconds;
   r.work_unit = "audio-s";
   r.note = shape_note(spec) + ", fwd+bwd+" + s.config.optimizer.type;

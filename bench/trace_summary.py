@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Kernel-level summary of a Chrome trace written by `mamba-asr bench train-step --trace FILE`
+(or torch.profiler's export_chrome_trace): GPU kernel time by kernel, per step, and how busy the
+GPU was. Usage: bench/trace_summary.py TRACE.json [STEPS] [TOP]"""
+import collections
+import json
+import re
+import sys
+
+path = sys.argv[1]
+steps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+top = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+events = json.load(open(path))
+events = events.get("traceEvents", events) if isinstance(events, dict) else events
+kernels = [e for e in events if e.get("cat") in ("kernel", "Kernel") and "dur" in e]
+copies = [e for e in events if e.get("cat") in ("gpu_memcpy", "gpu_memset") and "dur" in e]
+if not kernels:
+    sys.exit("no kernel events in " + path)
+start = min(e["ts"] for e in kernels + copies)
+end = max(e["ts"] + e["dur"] for e in kernels + copies)
+busy = sum(e["dur"] for e in kernels + copies)
+
+
+def short(name):
+    name = re.sub(r"<.*", "", name)  # template arguments
+    name = re.sub(r"\(.*", "", name)
+    return name[:90]
+
+
+by = collections.defaultdict(lambda: [0.0, 0])
+for e in kernels:
+    k = by[short(e["name"])]
+    k[0] += e["dur"]
+    k[1] += 1
+print(f"{len(kernels) / steps:.0f} kernels per step, {busy / steps / 1e3:.2f} ms of GPU work per step "
+      f"over {(end - start) / steps / 1e3:.2f} ms ({100 * busy / (end - start):.0f} % busy); "
+      f"copies/memsets {sum(e['dur'] for e in copies) / steps / 1e3:.2f} ms per step")
+print(f"{'ms/step':>8} {'share':>6} {'calls':>6}  kernel")
+for name, (dur, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:top]:
+    print(f"{dur / steps / 1e3:8.3f} {100 * dur / busy:5.1f}% {n / steps:6.0f}  {name}")
