@@ -134,14 +134,33 @@ stage_loader() {
   tee -a "$OUT/summary.txt" < "$OUT/loader.txt"
 }
 
+stage_loaderdiag() {  # the loader on a 4x listing under process-wide settings that may matter
+  awk -F, 'NR==1{print;next}{for(i=0;i<4;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
+    .benchdata/train.csv > .benchdata/train4.csv
+  local v
+  for v in "" "OMP_NUM_THREADS=1" "OMP_NUM_THREADS=16" "MALLOC_ARENA_MAX=1" \
+           "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=536870912"; do
+    env $v "$BIN" bench loader --input .benchdata/train4.csv --workers 6,16 --warmup 1 --repeat 2 \
+      2> /dev/null | grep '^loader' | sed "s|^|${v:-default} |" | cut -c1-140 | tee -a "$OUT/summary.txt"
+  done
+  rm -f .benchdata/train4.csv
+}
+
 stage_trace() {
   CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-step --hparams hparams/S2S/conmamba_large.yaml \
-    --precision bf16 --batch 16 --seconds 30 --warmup 3 --repeat 6 --trace /tmp/trace.json \
+    --precision bf16 --batch 16 --seconds 30 --warmup 3 --repeat 6 --trace /tmp/trace.json --profile \
     > "$OUT/trace-step.txt" 2>&1
-  python3 bench/trace_summary.py /tmp/trace.json 3 45 | tee -a "$OUT/summary.txt"
+  python3 bench/trace_summary.py /tmp/trace.json 3 45 > "$OUT/trace-summary.txt"
+  head -60 "$OUT/trace-summary.txt" | cut -c1-170
+  cp /tmp/trace.json.profile.json "$OUT/trace-profile.json"
+  python3 -c "
+import json; j = json.load(open('/tmp/trace.json.profile.json'))
+for s in j['sync_sites']: print(s['count'], s['site'].replace(chr(10), ' | ')[:600])
+" | tee -a "$OUT/summary.txt"
 }
 
 stage_epoch() { CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu 1; }
+stage_epochomp() { OMP_NUM_THREADS=16 CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu-omp16 1; }
 stage_ddp() { CUDA_VISIBLE_DEVICES=0,1 train_run epoch-2gpu 2 --nproc 2; }
 
 for stage in "$@"; do

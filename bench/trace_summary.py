@@ -22,9 +22,10 @@ busy = sum(e["dur"] for e in kernels + copies)
 
 
 def short(name):
-    name = re.sub(r"<.*", "", name)  # template arguments
-    name = re.sub(r"\(.*", "", name)
-    return name[:90]
+    name = re.sub(r"\(anonymous namespace\)::", "", name)
+    name = re.sub(r"\b\d+\b", "N", name)  # launch bounds, vector sizes
+    name = name.replace("at::native::", "").replace("void ", "")
+    return name[:150]
 
 
 by = collections.defaultdict(lambda: [0.0, 0])

@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
@@ -183,6 +185,9 @@ BenchResult TrainStepBench::run(const StepSpec& spec, const BenchSettings& setti
       if (s.device.is_cuda()) r.metrics.emplace_back("profile." + p.name + "_syncs", p.syncs);
     }
     std::cerr << "train-step profile, " << shape_note(spec) << ":\n" << profile.table();
+    if (!settings.trace.empty()) {  // with a trace: the profile's JSON (sync sites) beside it
+      std::ofstream(settings.trace + ".profile.json") << profile.json().dump(2) << "\n";
+    }
   }
   return r;
 }

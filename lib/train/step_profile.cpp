@@ -2,12 +2,14 @@
 // CUDA events and the sync-debug hook are compiled only in CUDA builds (MASR_WITH_CUDA).
 #include "train/step_profile.h"
 
+#include <c10/util/Backtrace.h>
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <mutex>
 
 #ifdef MASR_WITH_CUDA
@@ -35,6 +37,7 @@ struct StepProfile::State {
   std::vector<std::vector<double>> ms;             // [phase][step]
   std::vector<double> step_ms;                     // [step]
   std::vector<double> syncs;                       // [phase], summed over steps
+  std::map<std::string, int> sync_sites;           // "phase: call stack" -> count
   // The running step: boundary i opens phase marks[i] (the last boundary closes the step).
   std::vector<int> marks;
   std::vector<std::chrono::steady_clock::time_point> clock;
@@ -134,7 +137,13 @@ void StepProfile::count_sync() {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.open || s.marks.empty()) return;
   const int phase = s.marks.back();
-  if (phase >= 0) s.syncs[static_cast<size_t>(phase)] += 1.0;
+  if (phase < 0) return;
+  s.syncs[static_cast<size_t>(phase)] += 1.0;
+  // Where it came from, for the JSON: the innermost frames name the LibTorch operation (this
+  // binary's own frames print as addresses unless it exports its symbols).
+  if (s.sync_sites.size() < 64) {
+    ++s.sync_sites[s.names[static_cast<size_t>(phase)] + ": " + c10::get_backtrace(4, 12)];
+  }
 }
 
 std::vector<PhaseSummary> StepProfile::summary() const {
@@ -186,9 +195,14 @@ nlohmann::json StepProfile::json() const {
                       {"share", p.share},
                       {"syncs_per_step", p.syncs}});
   }
+  nlohmann::json sites = nlohmann::json::array();
+  for (const auto& [site, count] : state_->sync_sites) {
+    sites.push_back({{"count", count}, {"site", site}});
+  }
   return {{"steps", steps()},
           {"timing", state_->cuda ? "cuda-events" : "steady-clock"},
-          {"phases", phases}};
+          {"phases", phases},
+          {"sync_sites", sites}};
 }
 
 #ifdef MASR_WITH_CUDA
