@@ -11,6 +11,7 @@
 #   parity    fp32 losses of 20 steps from the reference's initial weights and batch, no dropout
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
+#   stepshape bench train-step at the real batches' shape (96 x 4.3 s)
 #   loader    bench loader on .benchdata's Opus files, 1-16 workers
 #   trace     a Kineto trace of 3 ConMamba-L S2S bf16 steps, summarized by kernel
 #
@@ -157,6 +158,11 @@ stage_trace() {
 import json; j = json.load(open('/tmp/trace.json.profile.json'))
 for s in j['sync_sites']: print(s['count'], s['site'].replace(chr(10), ' | ')[:600])
 " | tee -a "$OUT/summary.txt"
+}
+
+stage_stepshape() {  # the synthetic step at the real epoch's batch shape (~100 x 4 s)
+  ours_step ours-s2s-L-b96x4s hparams/S2S/conmamba_large.yaml bf16 96 4.3
+  grep -A20 'train-step profile' "$OUT/ours-s2s-L-b96x4s.err" | tee -a "$OUT/summary.txt"
 }
 
 stage_epoch() { CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu 1; }

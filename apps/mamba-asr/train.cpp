@@ -3,6 +3,8 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <cstdlib>
+#include <thread>
 #include <iterator>
 
 #include "commands.h"
@@ -146,6 +148,26 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   train::TrainRunOptions run;
   run.quiet = global.quiet;
   run.device = global.device;
+  if (resolved.threads == 0 && global.threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    // No thread count given: each process takes its share of the cores. A GPU process keeps few
+    // (runtime::gpu_training_threads says why); CPU ranks of one host split the cores.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const char* local = std::getenv("LOCAL_WORLD_SIZE");
+    const int ranks = local != nullptr ? std::max(1, std::atoi(local)) : 1;
+    int threads = 0;
+    if (train::pick_training_device(global.device).is_cuda()) {
+      const hparams::Value* workers = hp.find("num_workers");
+      threads = runtime::gpu_training_threads(
+          cores, ranks, workers != nullptr ? static_cast<int>(workers->as_int()) : 0);
+    } else if (ranks > 1) {
+      threads = std::max(1, cores / ranks);
+    }
+    if (threads > 0) {
+      runtime::apply_threads(threads);
+      MASR_LOG_INFO("train: %d CPU threads for LibTorch in this process (--threads N to change)",
+                    threads);
+    }
+  }
   run.stop_requested = [] { return g_stop_signals > 0; };
   run.ckpt_interval_steps = options.ckpt_every_steps;
   run.ckpt_interval_minutes = options.ckpt_every_minutes;

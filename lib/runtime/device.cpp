@@ -101,6 +101,11 @@ void apply_threads(int threads) {
   }
 }
 
+int gpu_training_threads(int cores, int ranks_on_host, int loader_workers) {
+  const int share = std::max(1, cores) / std::max(1, ranks_on_host);
+  return std::clamp(share - std::max(0, loader_workers) - 2, 1, 16);
+}
+
 BuildInfo build_info() {
   BuildInfo info;
   info.torch_version = TORCH_VERSION;

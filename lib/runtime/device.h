@@ -24,6 +24,14 @@ DeviceChoice resolve_device(const DeviceChoice& choice);
 // Sets LibTorch's intra-op thread count (and inter-op to min(2, n)); 0 keeps the default.
 void apply_threads(int threads);
 
+// LibTorch CPU threads for one GPU-training process when the user set none: its share of the
+// cores (`ranks_on_host` processes) less the data-loader workers and two for the launch and
+// CUDA threads, in [1, 16]. LibTorch's default pool takes every core, and its OpenMP threads
+// spin after each parallel region of the training thread, starving the loader workers
+// (measured on 32 cores, 6 workers: the loader kept up with 16 threads and fed a quarter of the
+// GPU's pace with 32; bench/results/2026-11-25-h100-training-throughput.md).
+int gpu_training_threads(int cores, int ranks_on_host, int loader_workers);
+
 // What this build can use: "LibTorch 1.13.1, CUDA: no, MPS: no".
 struct BuildInfo {
   std::string torch_version;

@@ -9,9 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -33,9 +31,7 @@ void forward_signal(int signal) {
   }
 }
 
-// threads_per_rank: OMP_NUM_THREADS for the rank, or null to leave the environment alone.
-pid_t start_rank(const std::vector<std::string>& argv, int rank, int nproc, int port,
-                 const char* threads_per_rank) {
+pid_t start_rank(const std::vector<std::string>& argv, int rank, int nproc, int port) {
   const pid_t pid = fork();
   if (pid < 0) throw_io_error(std::string("train --nproc: fork failed: ") + std::strerror(errno));
   if (pid > 0) return pid;
@@ -46,7 +42,6 @@ pid_t start_rank(const std::vector<std::string>& argv, int rank, int nproc, int 
   setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
   setenv("MASTER_ADDR", "127.0.0.1", 1);
   setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-  if (threads_per_rank != nullptr) setenv("OMP_NUM_THREADS", threads_per_rank, 1);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -111,16 +106,9 @@ int run_local_ranks(int nproc, const std::vector<std::string>& argv) {
   }
   const int port = free_local_port();
   MASR_LOG_INFO("train: starting %d ranks (MASTER_ADDR=127.0.0.1 MASTER_PORT=%d)", nproc, port);
-  // Each rank's LibTorch thread pool gets its share of the cores unless OMP_NUM_THREADS says
-  // otherwise: N ranks with a pool of every core each oversubscribe the machine, and OpenMP's
-  // spinning threads then starve the data loaders and the ranks' launch threads. (Computed here:
-  // the child of fork() may only exec.)
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::string threads = std::to_string(std::max(1u, cores / static_cast<unsigned>(nproc)));
-  const char* threads_per_rank = std::getenv("OMP_NUM_THREADS") ? nullptr : threads.c_str();
   std::vector<pid_t> pids;
   for (int r = 0; r < nproc; ++r) {
-    pids.push_back(start_rank(argv, r, nproc, port, threads_per_rank));
+    pids.push_back(start_rank(argv, r, nproc, port));
     g_ranks[r] = pids.back();
     g_rank_count = r + 1;
   }
