@@ -1,6 +1,6 @@
 // tests/runtime/test_machine.cpp
 // Machine detection against independent sources: sysconf, the compiler's CPU feature probe and
-// LibTorch itself.
+// LibTorch itself; the CPU thread share of a GPU-training process.
 #include <catch2/catch.hpp>
 
 #include <ATen/Parallel.h>
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "runtime/device.h"
 #include "runtime/machine.h"
 
 using masr::runtime::detect_machine;
@@ -44,4 +45,15 @@ TEST_CASE("detect_machine's vector ISA agrees with the compiler's CPU probe", "[
 #else
   SUCCEED("not an x86-64 machine");
 #endif
+}
+
+TEST_CASE("GPU training threads: the process's share of the cores less the loader's workers",
+          "[runtime]") {
+  using masr::runtime::gpu_training_threads;
+  CHECK(gpu_training_threads(32, 1, 6) == 16);  // 24 left, capped at 16
+  CHECK(gpu_training_threads(32, 2, 6) == 8);   // 16 per rank - 6 - 2
+  CHECK(gpu_training_threads(128, 8, 4) == 10);
+  CHECK(gpu_training_threads(16, 1, 6) == 8);
+  CHECK(gpu_training_threads(8, 2, 6) == 1);    // never below one
+  CHECK(gpu_training_threads(0, 0, -1) == 1);   // nonsense in, one thread out
 }
