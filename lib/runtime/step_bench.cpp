@@ -71,23 +71,33 @@ class KinetoTrace {
 
 // Random audio and tokens shaped like a LibriSpeech batch: about 12 characters (or 3 subword
 // units) per second, fewer than the 25 encoder frames per second that CTC needs.
+// A batch of full-length utterances (every relative length 1): wav (B, S), tokens (B, U).
+train::AsrBatch full_length_batch(const at::Tensor& wav, const at::Tensor& tokens, int64_t bos,
+                                  int64_t eos, const std::string& id_prefix, double sample_rate) {
+  const int64_t batch = wav.size(0);
+  train::AsrBatch b;
+  for (int64_t i = 0; i < batch; ++i) b.ids.push_back(id_prefix + std::to_string(i));
+  b.words.assign(static_cast<size_t>(batch), "");
+  b.wav = wav.to(torch::kFloat);
+  b.wav_rel = torch::ones({batch});
+  b.tokens = tokens.to(torch::kLong);
+  b.tokens_rel = torch::ones({batch});
+  b.tokens_bos = torch::cat({torch::full({batch, 1}, bos, torch::kLong), b.tokens}, 1);
+  b.tokens_eos = torch::cat({b.tokens, torch::full({batch, 1}, eos, torch::kLong)}, 1);
+  b.tokens_eos_rel = torch::ones({batch});
+  b.audio_seconds = static_cast<double>(b.wav.numel()) / sample_rate;
+  return b;
+}
+
 train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t vocab, int64_t bos, int64_t eos,
                                 int sample_rate) {
   const int64_t samples = static_cast<int64_t>(spec.seconds * sample_rate);
   const int64_t per_s = vocab <= 100 ? 12 : 3;
   const int64_t u = std::max<int64_t>(1, static_cast<int64_t>(spec.seconds * per_s));
-  train::AsrBatch b;
-  for (int64_t i = 0; i < spec.batch; ++i) b.ids.push_back("synthetic-" + std::to_string(i));
-  b.words.assign(static_cast<size_t>(spec.batch), "");
-  b.wav = torch::randn({spec.batch, samples}) * 0.1;
-  b.wav_rel = torch::ones({spec.batch});
-  b.tokens = torch::randint(3, std::max<int64_t>(4, vocab), {spec.batch, u}, torch::kLong);
-  b.tokens_rel = torch::ones({spec.batch});
-  b.tokens_bos = torch::cat({torch::full({spec.batch, 1}, bos, torch::kLong), b.tokens}, 1);
-  b.tokens_eos = torch::cat({b.tokens, torch::full({spec.batch, 1}, eos, torch::kLong)}, 1);
-  b.tokens_eos_rel = torch::ones({spec.batch});
-  b.audio_seconds = spec.seconds * static_cast<double>(spec.batch);
-  return b;
+  return full_length_batch(
+      torch::randn({spec.batch, samples}) * 0.1,
+      torch::randint(3, std::max<int64_t>(4, vocab), {spec.batch, u}, torch::kLong), bos, eos,
+      "synthetic-", sample_rate);
 }
 
 std::string shape_note(const StepSpec& spec) {
@@ -120,11 +130,7 @@ TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const std::string& de
   s.task->train(true);
   s.stepper = std::make_unique<train::OptimizerStepper>(
       s.config, s.task->parameters(), s.device.is_cuda(), std::make_shared<train::DataParallel>());
-  s.loss.ctc_weight = s.config.ctc_weight;
-  s.loss.label_smoothing = s.config.label_smoothing;
-  s.loss.blank_index = s.config.blank_index;
-  s.loss.pad_index = s.config.pad_index;
-  s.loss.reduction = s.config.reduction;
+  s.loss = train::loss_options_of(s.config);
 }
 
 TrainStepBench::~TrainStepBench() = default;
@@ -289,19 +295,8 @@ train::AsrBatch reference_batch(const std::string& path, double sample_rate) {
       eos == nullptr || eos->kind != Kind::kInt) {
     throw_input_error(path + ": expected a dict with wavs and tokens (tensors), bos and eos (ints)");
   }
-  train::AsrBatch b;
-  const int64_t batch = wavs->tensor.size(0);
-  for (int64_t i = 0; i < batch; ++i) b.ids.push_back("reference-" + std::to_string(i));
-  b.words.assign(static_cast<size_t>(batch), "");
-  b.wav = wavs->tensor.to(torch::kFloat);
-  b.wav_rel = torch::ones({batch});
-  b.tokens = tokens->tensor.to(torch::kLong);
-  b.tokens_rel = torch::ones({batch});
-  b.tokens_bos = torch::cat({torch::full({batch, 1}, bos->i, torch::kLong), b.tokens}, 1);
-  b.tokens_eos = torch::cat({b.tokens, torch::full({batch, 1}, eos->i, torch::kLong)}, 1);
-  b.tokens_eos_rel = torch::ones({batch});
-  b.audio_seconds = static_cast<double>(b.wav.numel()) / sample_rate;
-  return b;
+  return full_length_batch(wavs->tensor, tokens->tensor, bos->i, eos->i, "reference-",
+                           sample_rate);
 }
 
 // Training-math parity with the Python reference: the same initial weights and batch, float32, no
@@ -327,12 +322,7 @@ std::vector<BenchResult> run_train_parity(const BenchSettings& settings) {
                                   std::make_shared<train::DataParallel>());
   const train::AsrBatch batch =
       reference_batch(settings.init + "/batch.pt", config.sample_rate).to(device);
-  train::LossOptions loss_options;
-  loss_options.ctc_weight = config.ctc_weight;
-  loss_options.label_smoothing = config.label_smoothing;
-  loss_options.blank_index = config.blank_index;
-  loss_options.pad_index = config.pad_index;
-  loss_options.reduction = config.reduction;
+  const train::LossOptions loss_options = train::loss_options_of(config);
   BenchResult r;
   r.name = "train-parity/fp32/b" + std::to_string(batch.wav.size(0));
   const int steps = settings.warmup + settings.repeat;

@@ -8,6 +8,7 @@
 #include "models/module_object.h"
 #include "train/autocast.h"
 #include "train/step_profile.h"
+#include "train/train_config.h"
 
 namespace masr::train {
 namespace {
@@ -50,6 +51,16 @@ at::Tensor abs_lengths(const at::Tensor& rel, int64_t max_len) {
 }
 
 }  // namespace
+
+LossOptions loss_options_of(const TrainConfig& config) {
+  LossOptions o;
+  o.ctc_weight = config.ctc_weight;
+  o.label_smoothing = config.label_smoothing;
+  o.blank_index = config.blank_index;
+  o.pad_index = config.pad_index;
+  o.reduction = config.reduction;
+  return o;
+}
 
 AsrBatch AsrBatch::to(const at::Device& device) const {
   AsrBatch b = *this;

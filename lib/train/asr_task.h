@@ -52,6 +52,10 @@ struct LossOptions {
   LossReduction reduction = LossReduction::kBatchMean;
 };
 
+struct TrainConfig;
+// The loss settings of a training config (ctc_weight, label_smoothing, blank/pad, reduction).
+LossOptions loss_options_of(const TrainConfig& config);
+
 struct ForwardResult {
   at::Tensor loss;    // scalar
   at::Tensor p_ctc;   // (B', T'', V) log-probabilities

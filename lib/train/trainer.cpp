@@ -81,8 +81,7 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
                                                 parallel_);
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
   progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
-  loss_options_ = {config_.ctc_weight, config_.label_smoothing, config_.blank_index,
-                   config_.pad_index, config_.reduction};
+  loss_options_ = loss_options_of(config_);
   last_checkpoint_ = window_start_ = std::chrono::steady_clock::now();
   if (options_.profile_steps > 0) profile_ = std::make_unique<StepProfile>(device_);
 }

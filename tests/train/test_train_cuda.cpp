@@ -104,9 +104,7 @@ TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fu
   gpu.train(true);
   const train::AsrBatch batch = random_batch(config.output_neurons);
   const train::AsrBatch batch_gpu = batch.to(at::kCUDA);
-  train::LossOptions loss;
-  loss.ctc_weight = config.ctc_weight;
-  loss.label_smoothing = config.label_smoothing;
+  const train::LossOptions loss = train::loss_options_of(config);
   train::OptimizerStepper step_cpu(config, cpu.parameters(), false,
                                    std::make_shared<train::DataParallel>());
   train::OptimizerStepper step_gpu(config, gpu.parameters(), true,
