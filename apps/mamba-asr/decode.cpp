@@ -30,6 +30,7 @@ namespace {
 
 struct DecodeOptions {
   std::string model;
+  std::string hparams;  // with it, `model` is a SpeechBrain / Mamba-ASR CKPT+ folder
   std::vector<std::string> inputs;
   std::string data_root;  // fills a CSV's $data_root, as SpeechBrain's replacements do
   std::string format = "text";
@@ -113,7 +114,8 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
     o.config.ctc.lm = arpa.get();
   }
   o.config.validate();
-  auto model = decode::load_asr_model(o.model);
+  auto model = o.hparams.empty() ? decode::load_asr_model(o.model)
+                                 : models::AsrModel::import_speechbrain(o.model, o.hparams);
   const runtime::DeviceChoice device =
       runtime::resolve_device(runtime::parse_device(global.device));
   if (global.threads_auto) {  // the cached plan's decode threads, else the detect profile's
@@ -193,6 +195,9 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "  mamba-asr decode --model results/s2s --search s2s --beam 10 test.csv --format json");
   DecodeOptions& o = *options;
   cmd->add_option("-m,--model", o.model, "A trained model (file or folder)")->required();
+  cmd->add_option("--hparams", o.hparams,
+                  "With a SpeechBrain / Mamba-ASR checkpoint folder as --model: the hparams it was "
+                  "trained with (imported on the fly; `mamba-asr import` writes a model file once)");
   cmd->add_option("inputs", o.inputs, "Audio files, folders, lists or manifests")->required();
   cmd->add_option("--data-root", o.data_root,
                   "Folder that replaces $data_root in SpeechBrain CSV inputs");

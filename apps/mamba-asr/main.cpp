@@ -76,6 +76,7 @@ int run(int argc, char** argv) {
   add(masr::cli::add_features_command);
   add(masr::cli::add_prepare_command);
   add(masr::cli::add_ngram_command);
+  add(masr::cli::add_import_command);
 
   try {
     app.parse(argc, argv);

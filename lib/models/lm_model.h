@@ -35,6 +35,15 @@ class LmModel {
                                                const std::string& key = "model");
   // Errors name the path: missing, not a model file, another model type, state mismatch.
   static std::shared_ptr<LmModel> load(const std::string& path);
+  // Imports a SpeechBrain TransformerLM checkpoint (the LM recipe's `model.ckpt`, or the `lm.ckpt`
+  // of SpeechBrain's pretrained LibriSpeech LM): its state dict, with the TransformerLM built from
+  // `hparams_file` (an LM recipe's `model`, or an ASR recipe's `lm_model`; `overrides` applied,
+  // a `!PLACEHOLDER` left unset is harmless). Missing or unexpected keys are an error listing them;
+  // a tokenizer file whose size differs from the LM's vocabulary is an error.
+  static std::shared_ptr<LmModel> import_speechbrain(
+      const std::string& lm_ckpt, const std::string& hparams_file,
+      const std::vector<std::pair<std::string, std::string>>& overrides = {},
+      const std::string& tokenizer_file = "");
   void save(const std::string& path) const;
 
   TransformerLM lm() const { return lm_; }

@@ -6,10 +6,12 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <map>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "models/asr_model.h"
+#include "models/lm_model.h"
 #include "models/module_object.h"
 #include "models/torch_save_reader.h"
 #include "nn/conv_frontend.h"
@@ -136,6 +138,7 @@ std::shared_ptr<AsrModel> AsrModel::import_speechbrain(
   runtime::register_all_classes();
   hparams::LoadOptions options;
   options.overrides = overrides;
+  options.placeholder_value = "unused";  // data_folder and the like: not needed to build a model
   const hparams::Hparams hp = hparams::load_file(hparams_file, options);
   std::shared_ptr<AsrModel> model = from_hparams(hp);
 
@@ -156,6 +159,60 @@ std::shared_ptr<AsrModel> AsrModel::import_speechbrain(
   model->eval();
   MASR_LOG_INFO("imported %s (%s, %lld parameters)", ckpt_folder.c_str(),
                 model->model_type().c_str(), static_cast<long long>(model->num_parameters()));
+  return model;
+}
+
+std::shared_ptr<LmModel> LmModel::import_speechbrain(
+    const std::string& lm_ckpt, const std::string& hparams_file,
+    const std::vector<std::pair<std::string, std::string>>& overrides,
+    const std::string& tokenizer_file) {
+  if (!fs::is_regular_file(lm_ckpt)) {
+    throw_io_error("SpeechBrain LM checkpoint '" + lm_ckpt + "' does not exist");
+  }
+  runtime::register_all_classes();
+  hparams::LoadOptions options;
+  options.overrides = overrides;
+  options.placeholder_value = "unused";
+  const hparams::Hparams hp = hparams::load_file(hparams_file, options);
+  // An ASR recipe names its LM `lm_model`; an LM recipe names it `model`.
+  const std::string key = hp.find("lm_model") != nullptr ? "lm_model" : "model";
+  std::shared_ptr<LmModel> model = from_hparams(hp, key);
+
+  std::vector<std::pair<std::string, at::Tensor>> state;
+  for (auto& [name, tensor] : state_dict_entries(*read_torch_save(lm_ckpt), lm_ckpt)) {
+    if (!ignorable(name)) state.emplace_back(name, tensor);
+  }
+  std::map<std::string, bool> own;
+  for (const auto& [name, tensor] : model->named_state()) own[name] = false;
+  std::vector<std::string> unexpected, missing;
+  for (const auto& [name, tensor] : state) {
+    auto it = own.find(name);
+    if (it == own.end()) {
+      unexpected.push_back(name);
+    } else {
+      it->second = true;
+    }
+  }
+  for (const auto& [name, seen] : own) {
+    if (!seen) missing.push_back(name);
+  }
+  if (!missing.empty() || !unexpected.empty()) {
+    auto list = [](const std::vector<std::string>& keys) {
+      std::string out;
+      for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+      return out;
+    };
+    throw_config_error("SpeechBrain LM checkpoint '" + lm_ckpt + "' does not match the " + key +
+                       " of '" + hparams_file + "'" +
+                       (missing.empty() ? "" : "; missing keys: " + list(missing)) +
+                       (unexpected.empty() ? "" : "; unexpected keys: " + list(unexpected)));
+  }
+  model->load_state(state, "SpeechBrain LM checkpoint '" + lm_ckpt + "'");
+  if (!tokenizer_file.empty()) {
+    model->set_tokenizer(
+        std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(tokenizer_file)));
+  }
+  model->lm()->eval();
   return model;
 }
 
