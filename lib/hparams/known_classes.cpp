@@ -92,6 +92,10 @@ void register_builtin_classes(Registry& r) {
           {"n_neurons", "input_shape", "input_size", "bias", "max_norm", "combine_dims"});
   declare(r, "torch.nn.ModuleList", {"mamba_asr.ModuleList"}, "a list of modules", {"modules"});
   declare(r, "torch.nn.LogSoftmax", {"mamba_asr.LogSoftmax"}, "log-softmax", {"dim"});
+  // SpeechBrain's LM recipes write `log_softmax: !new:speechbrain.nnet.activations.Softmax
+  // {apply_log: True}`; the trainers take log-softmax of the output layer themselves.
+  declare(r, "speechbrain.nnet.activations.Softmax", {"mamba_asr.Softmax"},
+          "softmax or log-softmax (apply_log)", {"apply_log", "dim", "reshape", "dtype"});
   declare(r, "torch.nn.GELU", {"mamba_asr.GELU"}, "GELU activation", {"approximate"});
   declare(r, "speechbrain.nnet.activations.Swish", {"torch.nn.SiLU", "mamba_asr.Swish"},
           "Swish (SiLU) activation", {"beta"});
@@ -152,6 +156,12 @@ void register_builtin_classes(Registry& r) {
            "augmentations", "enable_augmentations"});
 
   // ---- data ----
+  // A dataloader's collate_fn: mamba-asr's loader always pads like PaddedBatch, so the entry is
+  // accepted and its arguments checked, nothing more.
+  declare(r, "speechbrain.dataio.batch.PaddedBatch", {"mamba_asr.PaddedBatch"},
+          "pads a list of examples into a batch (what the data loader does anyway)",
+          {"examples", "padded_keys", "device_prep_keys", "padding_func", "padding_kwargs",
+           "apply_default_convert", "nonpadded_stack"});
   declare(r, "speechbrain.dataio.sampler.DynamicBatchSampler", {"mamba_asr.DynamicBatchSampler"},
           "batches by total duration over length buckets",
           {"dataset", "max_batch_length", "num_buckets", "length_func", "shuffle", "batch_ordering",

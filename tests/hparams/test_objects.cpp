@@ -135,3 +135,24 @@ TEST_CASE("the registry knows the upstream names and proposes close ones", "[hpa
   REQUIRE_FALSE(close.empty());
   CHECK(close[0] == "speechbrain.lobes.features.Fbank");
 }
+
+TEST_CASE("SpeechBrain's LibriSpeech recipes' collate_fn and Softmax entries load", "[hparams]") {
+  // v1.0.0's recipes/LibriSpeech/ASR/transformer/hparams/transformer.yaml and
+  // recipes/LibriSpeech/LM/hparams/transformer.yaml use these.
+  const Registry registry = test_registry();
+  masr::hparams::LoadOptions options;
+  options.registry = &registry;
+  const auto hp = load(
+      "train_dataloader_opts:\n"
+      "    batch_size: 4\n"
+      "    collate_fn: !name:speechbrain.dataio.batch.PaddedBatch\n"
+      "        padding_kwargs:\n"
+      "            value: 0\n"
+      "log_softmax: !new:speechbrain.nnet.activations.Softmax\n"
+      "    apply_log: True\n",
+      options);
+  CHECK(hp.find("log_softmax") != nullptr);
+  CHECK(load_error("s: !new:speechbrain.nnet.activations.Softmax\n    apply_logs: True\n",
+                   options)
+            .find("apply_logs") != std::string::npos);
+}
