@@ -50,10 +50,14 @@ void AsrModelRecognizer::finish_setup() {
 std::pair<at::Tensor, at::Tensor> AsrModelRecognizer::encode(const at::Tensor& wavs,
                                                              const at::Tensor& rel_lens) {
   const auto device = model_->device();
+  // Each utterance is encoded as if it were alone (AsrModel::encode_audio): its valid samples
+  // from its relative length, exact in double for batches up to 2^24 samples (17 minutes) of
+  // the longest file and within a sample beyond.
+  const at::Tensor rel = rel_lens.to(at::kCPU, at::kDouble);
+  const at::Tensor samples =
+      at::round(rel * static_cast<double>(wavs.size(1))).to(at::kLong).clamp(1, wavs.size(1));
   // Asynchronous when the batch is in pinned memory (decode_batch stages it so with CUDA).
-  const at::Tensor lens = rel_lens.to(device, /*non_blocking=*/true);
-  const at::Tensor feats = model_->features(wavs.to(device, /*non_blocking=*/true), lens);
-  models::Encoded encoded = model_->encode(feats, lens);
+  models::Encoded encoded = model_->encode_audio(wavs.to(device, /*non_blocking=*/true), samples);
   return {encoded.out, encoded.lengths};
 }
 

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -127,7 +128,13 @@ at::Tensor Fbank::power_spectrum(const at::Tensor& frames) const {
   return at::view_as_real(spectrum).pow(2).sum(-1);
 }
 
-at::Tensor Fbank::operator()(const at::Tensor& wav) const {
+at::Tensor Fbank::operator()(const at::Tensor& wav) const { return compute(wav, nullptr); }
+
+at::Tensor Fbank::operator()(const at::Tensor& wav, const at::Tensor& valid_frames) const {
+  return compute(wav, &valid_frames);
+}
+
+at::Tensor Fbank::compute(const at::Tensor& wav, const at::Tensor* valid_frames) const {
   if (wav.dim() != 1 && wav.dim() != 2) {
     throw_input_error("Fbank: expected a (T) or (B, T) waveform, got " + std::to_string(wav.dim()) +
                       " dimensions");
@@ -150,7 +157,15 @@ at::Tensor Fbank::operator()(const at::Tensor& wav) const {
   // 10*log10(clamp(x, 1e-10)) - 10*log10(max(1e-10, ref=1)), then the per-utterance floor.
   at::Tensor db = 10.0 * at::log10(at::clamp_min(mel, 1e-10));
   if (config_.top_db > 0) {
-    const at::Tensor floor = std::get<0>(db.flatten(1).max(1)).sub(config_.top_db).view({-1, 1, 1});
+    at::Tensor peaks = db;
+    if (valid_frames != nullptr && valid_frames->defined()) {
+      const at::Tensor valid = to_device_async(valid_frames->to(at::kLong), db.device());
+      const at::Tensor outside =
+          at::arange(db.size(1), valid.options()).unsqueeze(0).ge(valid.unsqueeze(1));
+      peaks = db.masked_fill(outside.unsqueeze(2), -std::numeric_limits<double>::infinity());
+    }
+    const at::Tensor floor =
+        std::get<0>(peaks.flatten(1).max(1)).sub(config_.top_db).view({-1, 1, 1});
     db = at::maximum(db, floor);
   }
   return db.to(at::kFloat);

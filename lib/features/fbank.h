@@ -42,13 +42,17 @@ class Fbank {
   // whole padded utterance, as SpeechBrain does). Returns (B, frames, n_mels) float32 in dB.
   // Throws masr::Error when T is shorter than one window.
   at::Tensor operator()(const at::Tensor& wav) const;
+  // The same with each utterance's 80 dB floor taken over its own valid frames (valid_frames:
+  // (B) int64 on the CPU, e.g. num_frames(samples)): its frames then equal its features alone.
+  at::Tensor operator()(const at::Tensor& wav, const at::Tensor& valid_frames) const;
 
   const FbankConfig& config() const { return config_; }
   const at::Tensor& window() const { return window_; }          // (n_fft), zero-padded Hamming
   const at::Tensor& filterbank() const { return filterbank_; }  // (n_fft/2+1, n_mels)
 
  private:
-  at::Tensor power_spectrum(const at::Tensor& frames) const;  // (B, F, n_fft) -> (B, F, n_fft/2+1)
+  at::Tensor power_spectrum(const at::Tensor& frames) const;
+  at::Tensor compute(const at::Tensor& wav, const at::Tensor* valid_frames) const;  // (B, F, n_fft) -> (B, F, n_fft/2+1)
 
   FbankConfig config_;
   at::Tensor window_;

@@ -199,6 +199,27 @@ Encoded AsrModel::encode(const at::Tensor& feats, const at::Tensor& rel_lens) {
   return e;
 }
 
+Encoded AsrModel::encode_audio(const at::Tensor& wavs, const at::Tensor& samples) {
+  if (wavs.dim() != 2 || samples.dim() != 1 || samples.size(0) != wavs.size(0)) {
+    throw_input_error("AsrModel.encode_audio: expected waveforms (batch, samples) and one length "
+                      "per row");
+  }
+  const at::Tensor frames =
+      1 + torch::div(samples.to(at::kCPU, at::kLong), fbank_->config().hop_samples(), "floor");
+  at::Tensor feats = (*fbank_)(wavs.to(torch::kFloat), frames).to(device());
+  {
+    ModeGuard mode(*normalize_, false);
+    // Relative lengths in double: the normalizer's round(rel * T) gives back `frames` exactly.
+    const at::Tensor rel = frames.to(at::kDouble) / static_cast<double>(feats.size(1));
+    feats = normalize_->forward(feats, rel, std::nullopt);
+  }
+  const at::Tensor x = cnn_->forward(feats, frames);
+  Encoded e;
+  e.lengths = cnn_->output_lengths(frames).clamp(1, x.size(1)).to(x.device());
+  e.out = transformer_->encode(x, e.lengths);
+  return e;
+}
+
 at::Tensor AsrModel::ctc_log_probs(const at::Tensor& enc) {
   return torch::log_softmax(ctc_lin_->forward(enc), -1);
 }

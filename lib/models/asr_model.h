@@ -95,6 +95,12 @@ class AsrModel {
   // feats: (B, T, n_mels); rel_lens: (B) relative lengths (undefined: all valid).
   // CNN then TransformerASR.encode.
   Encoded encode(const at::Tensor& feats, const at::Tensor& rel_lens = {});
+  // Features and encoder of a padded batch, each utterance exactly as if it were decoded alone
+  // (what decoding uses): wavs (B, S) zero-padded, samples (B) int64 valid samples per utterance
+  // (CPU). Its feature frames are 1 + samples / hop with the dB floor over them alone, the front
+  // end reflects it at its own end, and its encoder length follows from the convolutions, where
+  // encode() rounds relative lengths as SpeechBrain's training does. Evaluation mode only.
+  Encoded encode_audio(const at::Tensor& wavs, const at::Tensor& samples);
   // enc: (B, T', d) -> (B, T', V) log-probabilities of ctc_lin (blank = blank_index()).
   at::Tensor ctc_log_probs(const at::Tensor& enc);
   // enc: (B, T', d), enc_lens: (B) int64 or undefined, tokens_bos: (B, U) int64 ([bos] + tokens,

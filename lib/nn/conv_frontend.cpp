@@ -2,6 +2,9 @@
 // SpeechBrain's 2-D convolutional front end.
 #include "nn/conv_frontend.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "core/error.h"
 
 namespace masr::nn {
@@ -20,6 +23,12 @@ int64_t conv_out(int64_t size, int64_t kernel, int64_t stride, int64_t dilation)
   return (size + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
+at::Tensor conv_lengths(const at::Tensor& lengths, int64_t kernel, int64_t stride,
+                        int64_t dilation) {
+  const int64_t pad = same_padding(kernel, stride, dilation);
+  return torch::div(lengths + 2 * pad - dilation * (kernel - 1) - 1, stride, "floor") + 1;
+}
+
 }  // namespace
 
 FrontEndConvImpl::FrontEndConvImpl(int64_t in, int64_t out, int64_t kernel_, int64_t stride_,
@@ -35,6 +44,36 @@ at::Tensor FrontEndConvImpl::forward(const at::Tensor& x) {
   const int64_t pad = same_padding(kernel, stride, dilation);
   at::Tensor y = x.permute({0, 3, 2, 1});  // (B, C, F, T), SpeechBrain's transpose(1, -1)
   y = F::pad(y, F::PadFuncOptions({pad, pad, pad, pad}).mode(torch::kReflect));
+  return conv->forward(y).permute({0, 3, 2, 1});
+}
+
+at::Tensor FrontEndConvImpl::forward(const at::Tensor& x, const at::Tensor& lengths) {
+  const int64_t pad = same_padding(kernel, stride, dilation);
+  if (pad == 0) return forward(x);
+  const int64_t batch = x.size(0), time = x.size(1);
+  // Frames L .. L+pad-1 of each utterance become x[L-2], x[L-3], ... (reflection about its last
+  // frame, what F.pad's reflect does at the end of a lone utterance); the batch gets `pad` more
+  // frames so that the longest utterance has room too. Then only the start is reflect-padded.
+  const at::Tensor len = lengths.to(at::kCPU, at::kLong).contiguous();
+  std::vector<int64_t> from(static_cast<size_t>(batch * pad)), to(from.size());
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t l = std::clamp<int64_t>(len.data_ptr<int64_t>()[b], 1, time);
+    for (int64_t j = 0; j < pad; ++j) {
+      from[static_cast<size_t>(b * pad + j)] = std::max<int64_t>(0, l - 2 - j);
+      to[static_cast<size_t>(b * pad + j)] = l + j;
+    }
+  }
+  auto index = [&](const std::vector<int64_t>& v) {
+    return at::tensor(v, at::kLong)
+        .view({batch, pad, 1, 1})
+        .to(x.device())
+        .expand({batch, pad, x.size(2), x.size(3)});
+  };
+  const at::Tensor tail = x.gather(1, index(from));
+  at::Tensor extended = at::cat({x, at::zeros({batch, pad, x.size(2), x.size(3)}, x.options())}, 1);
+  extended = extended.scatter(1, index(to), tail);
+  at::Tensor y = extended.permute({0, 3, 2, 1});  // (B, C, F, T + pad)
+  y = F::pad(y, F::PadFuncOptions({pad, 0, pad, pad}).mode(torch::kReflect));
   return conv->forward(y).permute({0, 3, 2, 1});
 }
 
@@ -82,6 +121,14 @@ int64_t ConvolutionFrontEndImpl::time_stride() const {
 }
 
 at::Tensor ConvolutionFrontEndImpl::forward(const at::Tensor& features) {
+  return run(features, nullptr);
+}
+
+at::Tensor ConvolutionFrontEndImpl::forward(const at::Tensor& features, const at::Tensor& lengths) {
+  return run(features, &lengths);
+}
+
+at::Tensor ConvolutionFrontEndImpl::run(const at::Tensor& features, const at::Tensor* lengths) {
   if (features.dim() != 3 || features.size(2) != config_.in_features) {
     throw_input_error("ConvolutionFrontEnd: expected features (batch, time, " +
                       std::to_string(config_.in_features) + "), got " +
@@ -89,8 +136,14 @@ at::Tensor ConvolutionFrontEndImpl::forward(const at::Tensor& features) {
                       std::to_string(features.size(-1)));
   }
   at::Tensor x = features.unsqueeze(-1);  // (B, T, F, 1)
+  at::Tensor valid = lengths != nullptr ? lengths->to(at::kCPU, at::kLong) : at::Tensor();
   for (auto& layer : layers_) {
-    x = layer.conv->forward(x);
+    if (valid.defined()) {
+      x = layer.conv->forward(x, valid);
+      valid = conv_lengths(valid, layer.conv->kernel, layer.conv->stride, layer.conv->dilation);
+    } else {
+      x = layer.conv->forward(x);
+    }
     x = layer.norm->forward(x);
     x = torch::leaky_relu(x, 0.01);
     x = dropout_->forward(x);

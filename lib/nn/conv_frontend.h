@@ -27,6 +27,10 @@ struct FrontEndConvImpl : torch::nn::Module {
                    bool bias);
   // x: (B, T, F, C_in) -> (B, T', F', C_out), reflect-padded "same" as SpeechBrain.
   at::Tensor forward(const at::Tensor& x);
+  // The same, with each utterance reflected at its own end (lengths: (B) int64 valid frames of x,
+  // on the CPU) instead of at the end of the padded batch, so that its valid output frames are
+  // those it gets alone. T' is the same as forward's.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths);
   torch::nn::Conv2d conv{nullptr};
   int64_t kernel = 0, stride = 1, dilation = 1;
 };
@@ -37,6 +41,10 @@ struct ConvolutionFrontEndImpl : torch::nn::Module {
   // features: (B, T, F) -> (B, T'', F'', C) (SpeechBrain's layout; TransformerASR flattens the
   // last two as f * C + c).
   at::Tensor forward(const at::Tensor& features);
+  // Batch-invariant: `lengths` (B) int64 valid frames per utterance, on the CPU; every layer
+  // reflects each utterance at its own end (FrontEndConv::forward(x, lengths)). An utterance's
+  // first output_lengths(lengths) frames equal its output when it is alone in the batch.
+  at::Tensor forward(const at::Tensor& features, const at::Tensor& lengths);
   // Frames after the front end for each input length: T' = floor((T + 2p - d(k-1) - 1)/s) + 1.
   at::Tensor output_lengths(const at::Tensor& lengths) const;
   int64_t output_size() const { return out_freq_ * config_.out_channels.back(); }
@@ -49,6 +57,7 @@ struct ConvolutionFrontEndImpl : torch::nn::Module {
     FrontEndConv conv{nullptr};
     torch::nn::LayerNorm norm{nullptr};
   };
+  at::Tensor run(const at::Tensor& features, const at::Tensor* lengths);
   ConvFrontEndConfig config_;
   std::vector<Layer> layers_;
   torch::nn::Dropout dropout_{nullptr};
