@@ -151,6 +151,12 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   const auto rows = decode::gather_inputs(
       o.inputs, std::cin,
       o.data_root.empty() ? data::Replacements{} : data::Replacements{{"data_root", o.data_root}});
+  if (rows.empty()) {
+    std::string named;
+    for (const auto& input : o.inputs) named += (named.empty() ? "" : ", ") + input;
+    throw_input_error("decode: the inputs (" + named +
+                      ") name no audio: an empty folder, list or CSV? Nothing to decode");
+  }
   const std::map<std::string, std::string> refs =
       o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref);
   MASR_LOG_INFO("decoding %zu utterances with %s search on %s", rows.size(), search.c_str(),

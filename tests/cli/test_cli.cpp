@@ -5,7 +5,11 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -130,6 +134,24 @@ TEST_CASE("decode with a missing model names the file and exits 1", "[cli]") {
   const Result r = run("decode --model /nonexistent/m.masr a.wav");
   CHECK(r.code == 1);
   CHECK_THAT(r.output, Catch::Contains("/nonexistent/m.masr"));
+}
+
+TEST_CASE("decode of inputs that name no audio is an error, not an empty run", "[cli]") {
+  const std::string model = std::string(MASR_SOURCE_DIR) + "/models/conmamba-ctc-synth-en";
+  const std::string empty = std::string(MASR_BINARY_DIR) + "/empty_decode_inputs";
+  std::filesystem::create_directories(empty);
+  std::ofstream(empty + "/list.txt").close();
+  std::ofstream(empty + "/rows.csv") << "ID,duration,wav,spk_id,wrd\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {empty, "name no audio"},  // a folder with no audio file in it
+      {"@" + empty + "/list.txt", "empty file"},
+      {empty + "/rows.csv", "a header but no rows"}};
+  for (const auto& [arg, message] : cases) {
+    const Result r = run("decode --model " + model + " " + arg);
+    INFO(arg << ": " << r.output);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.output, Catch::Contains(message));
+  }
 }
 
 TEST_CASE("train --nproc with a bad value is a usage error", "[cli]") {
