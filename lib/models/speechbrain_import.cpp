@@ -32,6 +32,17 @@ bool ignorable(const std::string& key) {
          key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// A recipe's hparams for building its model: `overrides` applied; a `!PLACEHOLDER` left unset
+// (data_folder and the like) is harmless, since building a model reads no data.
+hparams::Hparams load_model_hparams(const std::string& file,
+                                    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  runtime::register_all_classes();
+  hparams::LoadOptions options;
+  options.overrides = overrides;
+  options.placeholder_value = "unused";
+  return hparams::load_file(file, options);
+}
+
 // Mamba-ASR's own Transformer decoder layer (its modules/Transformer.py) names the cross-attention
 // `multihead_attn`; SpeechBrain's, whose spelling our decoder keeps, `mutihead_attn`. Both load.
 std::string our_spelling(std::string key) {
@@ -135,11 +146,7 @@ std::shared_ptr<AsrModel> AsrModel::import_speechbrain(
   if (!fs::is_directory(ckpt_folder)) {
     throw_io_error("SpeechBrain checkpoint folder '" + ckpt_folder + "' does not exist");
   }
-  runtime::register_all_classes();
-  hparams::LoadOptions options;
-  options.overrides = overrides;
-  options.placeholder_value = "unused";  // data_folder and the like: not needed to build a model
-  const hparams::Hparams hp = hparams::load_file(hparams_file, options);
+  const hparams::Hparams hp = load_model_hparams(hparams_file, overrides);
   std::shared_ptr<AsrModel> model = from_hparams(hp);
 
   const std::string model_path = (fs::path(ckpt_folder) / "model.ckpt").string();
@@ -169,11 +176,7 @@ std::shared_ptr<LmModel> LmModel::import_speechbrain(
   if (!fs::is_regular_file(lm_ckpt)) {
     throw_io_error("SpeechBrain LM checkpoint '" + lm_ckpt + "' does not exist");
   }
-  runtime::register_all_classes();
-  hparams::LoadOptions options;
-  options.overrides = overrides;
-  options.placeholder_value = "unused";
-  const hparams::Hparams hp = hparams::load_file(hparams_file, options);
+  const hparams::Hparams hp = load_model_hparams(hparams_file, overrides);
   // An ASR recipe names its LM `lm_model`; an LM recipe names it `model`.
   const std::string key = hp.find("lm_model") != nullptr ? "lm_model" : "model";
   std::shared_ptr<LmModel> model = from_hparams(hp, key);
