@@ -49,31 +49,29 @@ at::Tensor FrontEndConvImpl::forward(const at::Tensor& x) {
 
 at::Tensor FrontEndConvImpl::forward(const at::Tensor& x, const at::Tensor& lengths) {
   const int64_t pad = same_padding(kernel, stride, dilation);
-  if (pad == 0) return forward(x);
+  at::Tensor y = x.permute({0, 3, 2, 1});  // (B, C, F, T)
+  y = F::pad(y, F::PadFuncOptions({pad, pad, pad, pad}).mode(torch::kReflect));
+  if (pad == 0) return conv->forward(y).permute({0, 3, 2, 1});
+  // The batch was reflected at its end; each shorter utterance is reflected at its own instead:
+  // its frames L .. L+pad-1 become its frames L-2, L-3, ... (time index + pad in y), written in
+  // place over the padding frames that follow it (the longest utterance is already right).
   const int64_t batch = x.size(0), time = x.size(1);
-  // Frames L .. L+pad-1 of each utterance become x[L-2], x[L-3], ... (reflection about its last
-  // frame, what F.pad's reflect does at the end of a lone utterance); the batch gets `pad` more
-  // frames so that the longest utterance has room too. Then only the start is reflect-padded.
   const at::Tensor len = lengths.to(at::kCPU, at::kLong).contiguous();
   std::vector<int64_t> from(static_cast<size_t>(batch * pad)), to(from.size());
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t l = std::clamp<int64_t>(len.data_ptr<int64_t>()[b], 1, time);
     for (int64_t j = 0; j < pad; ++j) {
-      from[static_cast<size_t>(b * pad + j)] = std::max<int64_t>(0, l - 2 - j);
-      to[static_cast<size_t>(b * pad + j)] = l + j;
+      from[static_cast<size_t>(b * pad + j)] = pad + std::max<int64_t>(0, l - 2 - j);
+      to[static_cast<size_t>(b * pad + j)] = pad + l + j;
     }
   }
   auto index = [&](const std::vector<int64_t>& v) {
     return at::tensor(v, at::kLong)
-        .view({batch, pad, 1, 1})
-        .to(x.device())
-        .expand({batch, pad, x.size(2), x.size(3)});
+        .view({batch, 1, 1, pad})
+        .to(y.device())
+        .expand({batch, y.size(1), y.size(2), pad});
   };
-  const at::Tensor tail = x.gather(1, index(from));
-  at::Tensor extended = at::cat({x, at::zeros({batch, pad, x.size(2), x.size(3)}, x.options())}, 1);
-  extended = extended.scatter(1, index(to), tail);
-  at::Tensor y = extended.permute({0, 3, 2, 1});  // (B, C, F, T + pad)
-  y = F::pad(y, F::PadFuncOptions({pad, 0, pad, pad}).mode(torch::kReflect));
+  y.scatter_(3, index(to), y.gather(3, index(from)));
   return conv->forward(y).permute({0, 3, 2, 1});
 }
 
