@@ -62,7 +62,7 @@ void InputNormalizationImpl::update_statistics(const at::Tensor& mean, const at:
   const at::Tensor m = mean.to(glob_mean_.device(), at::kFloat);
   const at::Tensor s = std.to(glob_std_.device(), at::kFloat);
   const at::Tensor first = count_.eq(0);
-  at::Tensor next_mean = m, next_std = s;
+  at::Tensor next_mean, next_std;
   if (!epoch || *epoch < config_.update_until_epoch) {
     const at::Tensor weight =
         config_.avg_factor ? at::full({}, *config_.avg_factor, glob_mean_.options())

@@ -151,13 +151,10 @@ at::Tensor ConvolutionFrontEndImpl::run(const at::Tensor& features, const at::Te
 
 at::Tensor ConvolutionFrontEndImpl::output_lengths(const at::Tensor& lengths) const {
   at::Tensor out = lengths.to(torch::kLong);
-  size_t index = 0;
   for (size_t b = 0; b < config_.out_channels.size(); ++b) {
-    for (int64_t i = 0; i < config_.num_layers_per_block; ++i, ++index) {
+    for (int64_t i = 0; i < config_.num_layers_per_block; ++i) {
       const int64_t stride = i == config_.num_layers_per_block - 1 ? config_.strides[b] : 1;
-      const int64_t k = config_.kernel_sizes[b], d = config_.dilations[b];
-      const int64_t pad = same_padding(k, stride, d);
-      out = torch::div(out + 2 * pad - d * (k - 1) - 1, stride, "floor") + 1;
+      out = conv_lengths(out, config_.kernel_sizes[b], stride, config_.dilations[b]);
     }
   }
   return out;
