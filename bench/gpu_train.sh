@@ -6,8 +6,11 @@
 #
 # Stages (run in the order given; each appends to $OUT/summary.txt):
 #   build     configure + build mamba-asr (build-cuda/), and the reference's scan extension
+#             (BUILD_TESTS=1: test_masr too)
+#   cudatests test_masr "[.cuda]" (needs BUILD_TESTS=1 at build)
 #   step      bench train-step --profile vs ref_train_step.py: ConMamba-L S2S bf16 16 x 30 s as
 #             A/B pairs (PAIRS, default 2), then ConMamba-S S2S and ConMamba-L CTC once each
+#   stepL     the ConMamba-L S2S pairs alone
 #   parity    fp32 losses of 20 steps from the reference's initial weights and batch, no dropout
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
@@ -27,6 +30,8 @@ ref_result() { grep -o '"audio_s_per_s": [0-9.]*\|"peak_MiB": [0-9.]*\|"median_m
 our_result() { grep -o '"median_s":[0-9.e-]*\|"throughput_per_s":[0-9.e+-]*\|"peak_bytes":[0-9.e+]*\|"p10_s":[0-9.e-]*\|"p90_s":[0-9.e-]*' "$1" | tr '\n' ' '; }
 
 source .devdeps/env.sh
+# Debian's Catch2 CMake package names /usr/include; its headers were unpacked under /opt/deps.
+export CPLUS_INCLUDE_PATH=/opt/deps/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
 export TORCH_EXTENSIONS_DIR=/tmp/ext MAX_JOBS=8
 
 stage_build() {
@@ -38,13 +43,25 @@ stage_build() {
   torch_dir=$(python3 -c 'import os, torch; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))' 2>/dev/null | tail -1)
   echo "python3: $(command -v python3); Torch_DIR=$torch_dir; CMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH" >> "$OUT/summary.txt"
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORCH_CUDA_ARCH_LIST=9.0 \
-        -DTorch_DIR="$torch_dir" -DMASR_BUILD_TESTS=${BUILD_TESTS:-OFF} > "$OUT/cmake.log" 2>&1 &&
+        -DTorch_DIR="$torch_dir" -DMASR_BUILD_TESTS=${BUILD_TESTS:+ON} > "$OUT/cmake.log" 2>&1 &&
     cmake --build build-cuda --target mamba-asr ${BUILD_TESTS:+test_masr} > "$OUT/build.log" 2>&1
   local rc=$?
+  # test_masr's post-link test listing (catch_discover_tests) may fail there; the binary stands.
+  if [[ $rc -ne 0 && -n "${BUILD_TESTS:-}" && -x build-cuda/tests/test_masr && -x $BIN ]] &&
+     grep -q 'Error running test executable' "$OUT/build.log"; then
+    summary "build: test discovery after linking test_masr failed (ignored)"; rc=0
+  fi
   summary "build rc=$rc in $((SECONDS - t0)) s"
   [[ $rc -eq 0 ]] || { grep -B2 -A12 'error' "$OUT/build.log" | head -80; exit 1; }
   wait
   tail -1 "$OUT/ext.log" | tee -a "$OUT/summary.txt"
+}
+
+stage_cudatests() {
+  local t0=$SECONDS
+  CUDA_VISIBLE_DEVICES=0 build-cuda/tests/test_masr "[.cuda]" > "$OUT/cudatests.log" 2>&1
+  summary "cudatests rc=$? in $((SECONDS - t0)) s: $(tail -2 "$OUT/cudatests.log" | tr '\n' ' ')"
+  grep -B4 -A14 'FAILED' "$OUT/cudatests.log" | head -120
 }
 
 ours_step() {  # name hparams precision batch seconds
@@ -60,13 +77,18 @@ ref_step() {  # name hparams batch seconds [extra]
   summary "ref  $1: $(ref_result "$OUT/$1.json")"
 }
 
-stage_step() {
+stage_stepL() {
   local L=.ref/mamba_asr/hparams
   for i in $(seq 1 "$PAIRS"); do
     ref_step "ref-s2s-L-$i" $L/S2S/conmamba_large.yaml 16 30
     ours_step "ours-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
   done
   grep -A40 'train-step profile' "$OUT/ours-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+}
+
+stage_step() {
+  local L=.ref/mamba_asr/hparams
+  stage_stepL
   ref_step ref-s2s-S $L/S2S/conmamba_small.yaml 16 30
   ours_step ours-s2s-S hparams/S2S/conmamba_small.yaml bf16 16 30
   ref_step ref-ctc-L $L/CTC/conmamba_large.yaml 16 30

@@ -84,6 +84,7 @@ ops::ScanDirection MambaImpl::direction(const at::Tensor& x, torch::nn::Conv1d& 
 }
 
 at::Tensor MambaImpl::forward(const at::Tensor& hidden, const at::Tensor& lengths) {
+  if (hidden.is_cuda()) return forward_time_major(hidden, lengths);
   const at::Tensor xz = in_proj->forward(hidden).transpose(1, 2);  // (B, 2*d_inner, T)
   at::Tensor x = xz.narrow(1, 0, d_inner);
   const at::Tensor z = xz.narrow(1, d_inner, d_inner).contiguous();
@@ -105,6 +106,77 @@ at::Tensor MambaImpl::forward(const at::Tensor& hidden, const at::Tensor& length
     y = ops::selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lens, options);
   }
   return out_proj->forward(y.transpose(1, 2));
+}
+
+namespace {
+
+// (C, B * T) matrix -> (B, C, T) view, time contiguous.
+at::Tensor batch_view(const at::Tensor& matrix, int64_t batch, int64_t time) {
+  return matrix.view({matrix.size(0), batch, time}).permute({1, 0, 2});
+}
+
+// (B, C, T) -> (C, B * T): a view of what batch_view and the time-major conv kernels produce
+// (a copy for other layouts, e.g. the CPU reference conv's output).
+at::Tensor matrix_view(const at::Tensor& x) {
+  return x.permute({1, 0, 2}).reshape({x.size(1), x.size(0) * x.size(2)});
+}
+
+// weight @ m (+ bias per row).
+at::Tensor project(const torch::nn::Linear& linear, const at::Tensor& m) {
+  return linear->bias.defined() ? at::addmm(linear->bias.unsqueeze(1), linear->weight, m)
+                                : at::mm(linear->weight, m);
+}
+
+}  // namespace
+
+ops::ScanDirection MambaImpl::time_major_direction(const at::Tensor& x, const at::Tensor& lengths,
+                                                   torch::nn::Conv1d& conv, torch::nn::Linear& xp,
+                                                   torch::nn::Linear& dtp, const at::Tensor& a_log,
+                                                   const at::Tensor& d, bool reverse) const {
+  const int64_t batch = x.size(0), time = x.size(2);
+  // Frames past each length are read as zeros by the conv (padding never reaches real frames).
+  const at::Tensor u = ops::causal_conv1d_silu(x, conv->weight, conv->bias, reverse, lengths);
+  const at::Tensor x_dbl = at::mm(xp->weight, matrix_view(u));  // (R + 2N, B * T)
+  const auto parts = x_dbl.split({dt_rank, d_state, d_state}, 0);
+  ops::ScanDirection s;
+  s.u = u;
+  s.delta = batch_view(at::mm(dtp->weight, parts[0]), batch, time);  // bias added in the scan
+  s.B = batch_view(parts[1], batch, time);
+  s.C = batch_view(parts[2], batch, time);
+  s.A = -torch::exp(a_log.to(torch::kFloat));
+  s.D = d.to(torch::kFloat);
+  s.delta_bias = dtp->bias.to(torch::kFloat);
+  return s;
+}
+
+at::Tensor MambaImpl::forward_time_major(const at::Tensor& hidden, const at::Tensor& lengths) {
+  const int64_t batch = hidden.size(0), time = hidden.size(1);
+  // (2 * d_inner, B * T): x and z are its two row blocks, each a (d_inner, B * T) matrix.
+  const at::Tensor xz = project(in_proj, hidden.reshape({batch * time, d_model}).t());
+  const auto halves = xz.split(d_inner, 0);
+  const at::Tensor x = batch_view(halves[0], batch, time), z = batch_view(halves[1], batch, time);
+  const at::Tensor lens = lengths.defined() ? lengths.to(hidden.device()).to(torch::kLong)
+                                            : at::Tensor();
+  const ops::ScanDirection f =
+      time_major_direction(x, lens, conv1d, x_proj, dt_proj, A_log, D, false);
+  at::Tensor y;
+  if (bidirectional) {
+    // The two directions' average: each scan output comes scaled by 0.5.
+    const ops::ScanDirection r =
+        time_major_direction(x, lens, conv1d_b, x_proj_b, dt_proj_b, A_b_log, D_b, true);
+    const auto [y_f, y_b] = ops::selective_scan_bidirectional(f, r, z, lens, true, 0.5);
+    y = y_f + y_b;
+  } else {
+    ops::ScanOptions options;
+    options.delta_softplus = true;
+    y = ops::selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lens, options);
+  }
+  // (B * T, d_model) = y^T out_proj^T; the matrix product reads the time-major y in place.
+  const at::Tensor rows = matrix_view(y).t();
+  const at::Tensor out = out_proj->bias.defined()
+                             ? at::addmm(out_proj->bias, rows, out_proj->weight.t())
+                             : at::mm(rows, out_proj->weight.t());
+  return out.view({batch, time, d_model});
 }
 
 }  // namespace masr::nn

@@ -26,7 +26,14 @@ struct MambaImpl : torch::nn::Module {
   // With lengths, each utterance is computed as if alone: padding is zeroed before the convs, the
   // backward direction starts at the utterance's own last frame, and outputs at padding are zero
   // before out_proj.
+  // On CUDA this is forward_time_major; elsewhere the (B, T, channels) formulation below.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths = {});
+
+  // The same block with every projection computed as a (channels, B * T) matrix, as mamba_ssm
+  // lays it out: each (B, channels, T) view then has time contiguous, which the scan and conv
+  // kernels read and write in place, so no tensor of the block is transposed or copied, forward
+  // or backward. Any device (the CPU runs it in tests against forward's CPU formulation).
+  at::Tensor forward_time_major(const at::Tensor& x, const at::Tensor& lengths = {});
 
   int64_t d_model = 0, d_inner = 0, d_state = 0, d_conv = 0, dt_rank = 0;
   bool bidirectional = false;
@@ -42,6 +49,12 @@ struct MambaImpl : torch::nn::Module {
                                torch::nn::Linear& dtp, const at::Tensor& a_log,
                                const at::Tensor& d, bool reverse) const;
   void init_direction(torch::nn::Linear& dtp, at::Tensor& a_log, at::Tensor& d);
+  // forward_time_major's direction: x, the result's u, delta, B, C are (B, C, T) views of
+  // (C, B * T) matrices; lengths as forward's (undefined: all frames).
+  ops::ScanDirection time_major_direction(const at::Tensor& x, const at::Tensor& lengths,
+                                          torch::nn::Conv1d& conv, torch::nn::Linear& xp,
+                                          torch::nn::Linear& dtp, const at::Tensor& a_log,
+                                          const at::Tensor& d, bool reverse) const;
 };
 TORCH_MODULE(Mamba);
 

@@ -188,7 +188,7 @@ class SelectiveScanFunction : public torch::autograd::Function<SelectiveScanFunc
                             const c10::optional<at::Tensor>& z_opt,
                             const c10::optional<at::Tensor>& delta_bias_opt,
                             const c10::optional<at::Tensor>& lengths_opt, bool softplus,
-                            bool reverse) {
+                            bool reverse, double scale) {
     const at::Tensor D = D_opt.value_or(at::Tensor()), z = z_opt.value_or(at::Tensor());
     const at::Tensor delta_bias = delta_bias_opt.value_or(at::Tensor());
     const at::Tensor lengths = lengths_opt.value_or(at::Tensor());
@@ -196,6 +196,7 @@ class SelectiveScanFunction : public torch::autograd::Function<SelectiveScanFunc
     ctx->save_for_backward({u, delta, A, B, C, D, z, delta_bias, lengths});
     ctx->saved_data["softplus"] = softplus;
     ctx->saved_data["reverse"] = reverse;
+    ctx->saved_data["scale"] = scale;
     const at::ScalarType type = compute_type(u);
     const Prepared p = prepare({u, delta, A, B, C, D, z, delta_bias, lengths}, type);
     at::Tensor out = at::empty_like(p.u);
@@ -205,6 +206,7 @@ class SelectiveScanFunction : public torch::autograd::Function<SelectiveScanFunc
     } else {
       cpu::scan_forward<float>(kernel_inputs<float>(p, softplus, reverse), out.data_ptr<float>());
     }
+    if (scale != 1.0) out.mul_(scale);
     return out.to(u.scalar_type());
   }
 
@@ -214,7 +216,9 @@ class SelectiveScanFunction : public torch::autograd::Function<SelectiveScanFunc
     const bool reverse = ctx->saved_data["reverse"].toBool();
     const at::ScalarType type = compute_type(saved[0]);
     const Prepared p = prepare(saved, type);
-    const at::Tensor dout = grad_outputs[0].to(type).contiguous();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    at::Tensor dout = grad_outputs[0].to(type).contiguous();
+    if (scale != 1.0) dout = dout * scale;
     const Gradients g = type == at::kDouble ? run_backward<double>(p, dout, softplus, reverse)
                                             : run_backward<float>(p, dout, softplus, reverse);
     return {grad_like(g.du, saved[0]),
@@ -225,6 +229,7 @@ class SelectiveScanFunction : public torch::autograd::Function<SelectiveScanFunc
             grad_like(g.dD, saved[5]),
             grad_like(g.dz, saved[6]),
             grad_like(g.dbias, saved[7]),
+            at::Tensor(),
             at::Tensor(),
             at::Tensor(),
             at::Tensor()};
@@ -248,22 +253,25 @@ at::Tensor selective_scan(const at::Tensor& u, const at::Tensor& delta, const at
   // Absent tensors go in as nullopt: LibTorch's custom Functions reject undefined tensor inputs.
   return SelectiveScanFunction::apply(u, delta, A, B, C, optional(D), optional(z),
                                       optional(delta_bias), optional(lengths),
-                                      options.delta_softplus, options.reverse);
+                                      options.delta_softplus, options.reverse,
+                                      options.output_scale);
 }
 
 std::pair<at::Tensor, at::Tensor> selective_scan_bidirectional(const ScanDirection& f,
                                                                const ScanDirection& r,
                                                                const at::Tensor& z,
                                                                const at::Tensor& lengths,
-                                                               bool delta_softplus) {
+                                                               bool delta_softplus,
+                                                               double output_scale) {
   check_arguments(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lengths);
   check_arguments(r.u, r.delta, r.A, r.B, r.C, r.D, z, r.delta_bias, lengths);
   ScanOptions forward, reverse;
   forward.delta_softplus = reverse.delta_softplus = delta_softplus;
+  forward.output_scale = reverse.output_scale = output_scale;
   reverse.reverse = true;
   if (cuda_scan_supports(f.u, f.A) && cuda_scan_supports(r.u, r.A) &&
       f.u.scalar_type() == r.u.scalar_type() && f.A.size(1) == r.A.size(1)) {
-    return selective_scan_cuda_bidirectional(f, r, z, lengths, delta_softplus);
+    return selective_scan_cuda_bidirectional(f, r, z, lengths, delta_softplus, output_scale);
   }
   return {selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lengths, forward),
           selective_scan(r.u, r.delta, r.A, r.B, r.C, r.D, z, r.delta_bias, lengths, reverse)};

@@ -18,6 +18,9 @@ struct ScanOptions {
   // Scan from each utterance's last valid frame (lengths[b] - 1) down to frame 0. The input stays
   // in its original time order: no flipped copies, and padding never reaches real frames.
   bool reverse = false;
+  // The output is output_scale * out (BiMamba averages its two directions: 0.5 each, applied
+  // inside the scan instead of two extra passes over the outputs and their gradients).
+  double output_scale = 1.0;
 };
 
 // Shapes: u, delta, z: (batch, channels, time); A: (channels, state); B, C: (batch, state, time);
@@ -37,11 +40,13 @@ at::Tensor selective_scan(const at::Tensor& u, const at::Tensor& delta, const at
 struct ScanDirection {
   at::Tensor u, delta, A, B, C, D, delta_bias;  // as selective_scan's (D, delta_bias optional)
 };
+// Both outputs are multiplied by output_scale (ScanOptions::output_scale).
 std::pair<at::Tensor, at::Tensor> selective_scan_bidirectional(const ScanDirection& forward,
                                                                const ScanDirection& reverse,
                                                                const at::Tensor& z,
                                                                const at::Tensor& lengths,
-                                                               bool delta_softplus = true);
+                                                               bool delta_softplus = true,
+                                                               double output_scale = 1.0);
 
 // The same computation written step by step with tensor operations (autograd through LibTorch):
 // slow, simple and obviously right; the reference that tests compare selective_scan against.

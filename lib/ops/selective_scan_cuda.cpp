@@ -43,7 +43,8 @@ CudaScanGrads cuda_scan_backward(const CudaScanInputs&, const at::Tensor&, const
 std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDirection&,
                                                                     const ScanDirection&,
                                                                     const at::Tensor&,
-                                                                    const at::Tensor&, bool) {
+                                                                    const at::Tensor&, bool,
+                                                                    double) {
   throw_config_error("selective_scan: this build has no CUDA kernels (LibTorch without CUDA)");
 }
 std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward2(const CudaScanInputs&,
@@ -68,6 +69,20 @@ at::Tensor contiguous_as(const at::Tensor& t, at::ScalarType type) {
   return t.defined() ? t.to(type).contiguous() : t;
 }
 
+// A (batch, rows, time) input as the kernels read it: in `type`, time contiguous, the batch and
+// row strides as they are (the Mamba block's time-major projections are read in place).
+at::Tensor time_contiguous(const at::Tensor& t, at::ScalarType type) {
+  if (!t.defined()) return t;
+  const at::Tensor typed = t.to(type);
+  return typed.size(2) > 1 && typed.stride(2) != 1 ? typed.contiguous() : typed;
+}
+
+cuda::RowStrides strides_of(const at::Tensor& t) {
+  cuda::RowStrides s;
+  if (t.defined()) s.batch = t.stride(0), s.row = t.stride(1);
+  return s;
+}
+
 cuda::ScanParams params_of(const CudaScanInputs& in) {
   cuda::ScanParams p;
   p.batch = in.u.size(0);
@@ -84,6 +99,12 @@ cuda::ScanParams params_of(const CudaScanInputs& in) {
   p.D = in.D.defined() ? in.D.data_ptr<float>() : nullptr;
   p.bias = in.bias.defined() ? in.bias.data_ptr<float>() : nullptr;
   p.lengths = in.lengths.data_ptr<int64_t>();
+  p.u_s = strides_of(in.u);
+  p.delta_s = strides_of(in.delta);
+  p.z_s = strides_of(in.z);
+  p.B_s = strides_of(in.B);
+  p.C_s = strides_of(in.C);
+  p.out_scale = static_cast<float>(in.options.output_scale);
   p.softplus = in.options.delta_softplus;
   p.reverse = in.options.reverse;
   return p;
@@ -105,10 +126,11 @@ class SelectiveScanCudaFunction : public torch::autograd::Function<SelectiveScan
                             const c10::optional<at::Tensor>& z_opt,
                             const c10::optional<at::Tensor>& bias_opt,
                             const c10::optional<at::Tensor>& lengths_opt, bool softplus,
-                            bool reverse) {
+                            bool reverse, double scale) {
     ScanOptions options;
     options.delta_softplus = softplus;
     options.reverse = reverse;
+    options.output_scale = scale;
     const at::Tensor D = D_opt.value_or(at::Tensor()), z = z_opt.value_or(at::Tensor());
     const at::Tensor bias = bias_opt.value_or(at::Tensor());
     const at::Tensor lengths = lengths_opt.value_or(at::Tensor());
@@ -119,6 +141,7 @@ class SelectiveScanCudaFunction : public torch::autograd::Function<SelectiveScan
     ctx->saved_data["checkpoints"] = f.checkpoints;
     ctx->saved_data["softplus"] = softplus;
     ctx->saved_data["reverse"] = reverse;
+    ctx->saved_data["scale"] = scale;
     return f.out;
   }
 
@@ -127,6 +150,7 @@ class SelectiveScanCudaFunction : public torch::autograd::Function<SelectiveScan
     ScanOptions options;
     options.delta_softplus = ctx->saved_data["softplus"].toBool();
     options.reverse = ctx->saved_data["reverse"].toBool();
+    options.output_scale = ctx->saved_data["scale"].toDouble();
     const CudaScanInputs in =
         prepare_cuda_scan(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], options);
     const at::Tensor checkpoints = ctx->saved_data["checkpoints"].toTensor();
@@ -136,7 +160,7 @@ class SelectiveScanCudaFunction : public torch::autograd::Function<SelectiveScan
             grad_like(g.dC, s[4]), grad_like(g.dD, s[5]),
             grad_like(g.dz, s[6]), grad_like(g.dbias, s[7]),
             at::Tensor(),          at::Tensor(),
-            at::Tensor()};
+            at::Tensor(),          at::Tensor()};
   }
 };
 
@@ -153,24 +177,27 @@ class BidirectionalScanCudaFunction
                                const at::Tensor& Cr, const c10::optional<at::Tensor>& Dr,
                                const c10::optional<at::Tensor>& biasr,
                                const c10::optional<at::Tensor>& z_opt,
-                               const c10::optional<at::Tensor>& lengths_opt, bool softplus) {
+                               const c10::optional<at::Tensor>& lengths_opt, bool softplus,
+                               double scale) {
     const at::Tensor none;
     const at::Tensor z = z_opt.value_or(none), lengths = lengths_opt.value_or(none);
     const variable_list saved = {uf, df, Af, Bf, Cf, Df.value_or(none), biasf.value_or(none),
                                  ur, dr, Ar, Br, Cr, Dr.value_or(none), biasr.value_or(none),
                                  z, lengths};
-    const auto [first, second] = inputs_of(saved, softplus);
+    const auto [first, second] = inputs_of(saved, softplus, scale);
     const auto [f, r] = cuda_scan_forward2(first, second, /*keep_checkpoints=*/true);
     ctx->save_for_backward(saved);
     ctx->saved_data["checkpoints_f"] = f.checkpoints;
     ctx->saved_data["checkpoints_r"] = r.checkpoints;
     ctx->saved_data["softplus"] = softplus;
+    ctx->saved_data["scale"] = scale;
     return {f.out, r.out};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list s = ctx->get_saved_variables();
-    const auto [first, second] = inputs_of(s, ctx->saved_data["softplus"].toBool());
+    const auto [first, second] = inputs_of(s, ctx->saved_data["softplus"].toBool(),
+                                           ctx->saved_data["scale"].toDouble());
     const auto [gf, gr] = cuda_scan_backward2(
         first, ctx->saved_data["checkpoints_f"].toTensor(), grad_outputs[0], second,
         ctx->saved_data["checkpoints_r"].toTensor(), grad_outputs[1]);
@@ -180,14 +207,15 @@ class BidirectionalScanCudaFunction
             grad_like(gf.dbias, s[6]),  grad_like(gr.du, s[7]),     grad_like(gr.ddelta, s[8]),
             grad_like(gr.dA, s[9]),     grad_like(gr.dB, s[10]),    grad_like(gr.dC, s[11]),
             grad_like(gr.dD, s[12]),    grad_like(gr.dbias, s[13]), grad_like(dz, s[14]),
-            at::Tensor(),               at::Tensor()};
+            at::Tensor(),               at::Tensor(),               at::Tensor()};
   }
 
  private:
   static std::pair<CudaScanInputs, CudaScanInputs> inputs_of(const variable_list& s,
-                                                            bool softplus) {
+                                                            bool softplus, double scale) {
     ScanOptions forward, reverse;
     forward.delta_softplus = reverse.delta_softplus = softplus;
+    forward.output_scale = reverse.output_scale = scale;
     reverse.reverse = true;
     return {prepare_cuda_scan(s[0], s[1], s[2], s[3], s[4], s[5], s[14], s[6], s[15], forward),
             prepare_cuda_scan(s[7], s[8], s[9], s[10], s[11], s[12], s[14], s[13], s[15],
@@ -208,11 +236,11 @@ CudaScanInputs prepare_cuda_scan(const at::Tensor& u, const at::Tensor& delta, c
                                  const at::Tensor& lengths, const ScanOptions& options) {
   const at::ScalarType type = u.scalar_type();
   CudaScanInputs in;
-  in.u = u.contiguous();
-  in.delta = contiguous_as(delta, type);
-  in.B = contiguous_as(B, type);
-  in.C = contiguous_as(C, type);
-  in.z = contiguous_as(z, type);
+  in.u = time_contiguous(u, type);
+  in.delta = time_contiguous(delta, type);
+  in.B = time_contiguous(B, type);
+  in.C = time_contiguous(C, type);
+  in.z = time_contiguous(z, type);
   in.A = contiguous_as(A, at::kFloat);
   in.D = contiguous_as(D, at::kFloat);
   in.bias = contiguous_as(delta_bias, at::kFloat);
@@ -234,8 +262,9 @@ struct ForwardLaunch {
 ForwardLaunch forward_launch(const CudaScanInputs& in, bool keep_checkpoints) {
   ForwardLaunch l;
   l.p = params_of(in);
-  l.f.out = at::empty_like(in.u);
+  l.f.out = at::empty_like(in.u);  // u's layout where u is dense (time-major projections)
   l.io.out = l.f.out.data_ptr();
+  l.io.out_s = strides_of(l.f.out);
   if (keep_checkpoints) {
     l.f.checkpoints =
         at::empty({cuda::scan_checkpoint_floats(l.p)}, in.u.options().dtype(at::kFloat));
@@ -264,12 +293,13 @@ BackwardLaunch backward_launch(const CudaScanInputs& in, const at::Tensor& check
   BackwardLaunch l;
   l.p = params_of(in);
   const cuda::ScanParams& p = l.p;
-  l.dy = dout.defined() ? dout.to(in.u.scalar_type()).contiguous() : at::zeros_like(in.u);
+  l.dy = dout.defined() ? time_contiguous(dout, in.u.scalar_type()) : at::zeros_like(in.u);
   const auto f32 = in.u.options().dtype(at::kFloat);
   CudaScanGrads& g = l.g;
+  // Each gradient in its input's layout (empty_like keeps a dense tensor's strides).
   g.du = at::empty_like(in.u);
-  g.ddelta = at::empty_like(in.u);
-  g.dz = in.z.defined() ? at::empty_like(in.u) : at::Tensor();
+  g.ddelta = at::empty_like(in.delta);
+  g.dz = in.z.defined() ? at::empty_like(in.z) : at::Tensor();
   g.dB = at::empty_like(in.B);
   g.dC = at::empty_like(in.C);
   l.dA_rows = at::empty({p.batch, p.channels, p.state}, f32);
@@ -288,6 +318,12 @@ BackwardLaunch backward_launch(const CudaScanInputs& in, const at::Tensor& check
   io.dD_rows = l.dD_rows.data_ptr<float>();
   io.dbias_rows = l.dbias_rows.data_ptr<float>();
   io.workspace = l.workspace.data_ptr<float>();
+  io.dout_s = strides_of(l.dy);
+  io.du_s = strides_of(g.du);
+  io.ddelta_s = strides_of(g.ddelta);
+  io.dz_s = strides_of(g.dz);
+  io.dB_s = strides_of(g.dB);
+  io.dC_s = strides_of(g.dC);
   return l;
 }
 
@@ -337,18 +373,20 @@ at::Tensor selective_scan_cuda(const at::Tensor& u, const at::Tensor& delta, con
                                const at::Tensor& lengths, const ScanOptions& options) {
   return SelectiveScanCudaFunction::apply(u, delta, A, B, C, optional_tensor(D), optional_tensor(z),
                                           optional_tensor(delta_bias), optional_tensor(lengths),
-                                          options.delta_softplus, options.reverse);
+                                          options.delta_softplus, options.reverse,
+                                          options.output_scale);
 }
 
 std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDirection& f,
                                                                     const ScanDirection& r,
                                                                     const at::Tensor& z,
                                                                     const at::Tensor& lengths,
-                                                                    bool delta_softplus) {
+                                                                    bool delta_softplus,
+                                                                    double output_scale) {
   const variable_list out = BidirectionalScanCudaFunction::apply(
       f.u, f.delta, f.A, f.B, f.C, optional_tensor(f.D), optional_tensor(f.delta_bias), r.u,
       r.delta, r.A, r.B, r.C, optional_tensor(r.D), optional_tensor(r.delta_bias),
-      optional_tensor(z), optional_tensor(lengths), delta_softplus);
+      optional_tensor(z), optional_tensor(lengths), delta_softplus, output_scale);
   return {out[0], out[1]};
 }
 

@@ -26,9 +26,11 @@ std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDi
                                                                     const ScanDirection& reverse,
                                                                     const at::Tensor& z,
                                                                     const at::Tensor& lengths,
-                                                                    bool delta_softplus);
+                                                                    bool delta_softplus,
+                                                                    double output_scale = 1.0);
 
-// The inputs of one scan as the kernels take them: contiguous, u's dtype for u, delta, z, B, C;
+// The inputs of one scan as the kernels take them: u's dtype and time contiguous (any batch and
+// row strides) for u, delta, z, B, C;
 // float32 for A, D, delta_bias; int64 lengths on the device (all frames when absent).
 struct CudaScanInputs {
   at::Tensor u, delta, A, B, C, D, z, bias, lengths;

@@ -74,6 +74,10 @@ __device__ __forceinline__ float4 state_quad(const float* row, int w) {
 __device__ __forceinline__ float quad_at(const float4& q, int i) {
   return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
 }
+// Element (b, r, t) of a tensor laid out as `s` says (RowStrides).
+__device__ __forceinline__ int64_t at_frame(const RowStrides& s, int64_t b, int64_t r, int64_t t) {
+  return b * s.batch + r * s.row + t;
+}
 
 template <int W>
 struct FwdSmem {
@@ -139,9 +143,10 @@ __device__ __forceinline__ int step_of(int q, int threads) {
 }
 
 template <typename T, int W>
-__device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, int64_t b,
-                                            int64_t d0, int c, int len, ChunkRegs<T, W>& r) {
-  const int64_t L = p.time, Dn = p.channels;
+__device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout,
+                                            const RowStrides& dout_s, int64_t b, int64_t d0, int c,
+                                            int len, ChunkRegs<T, W>& r) {
+  const int64_t Dn = p.channels;
   const int N = static_cast<int>(p.state);
   const T* u = static_cast<const T*>(p.u);
   const T* delta = static_cast<const T*>(p.delta);
@@ -152,11 +157,11 @@ __device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, 
     const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
     const int t = c >= 0 ? frame_of(p, len, c * kChunk + k) : -1;
     const bool ok = d0 + j < Dn && t >= 0;
-    const int64_t i = (b * Dn + d0 + j) * L + t;
-    r.u[q] = ok ? u[i] : zero;
-    r.delta[q] = ok ? delta[i] : zero;
-    r.z[q] = ok && z ? z[i] : zero;
-    r.dout[q] = ok && dout ? dout[i] : zero;
+    const int64_t d = d0 + j;
+    r.u[q] = ok ? u[at_frame(p.u_s, b, d, t)] : zero;
+    r.delta[q] = ok ? delta[at_frame(p.delta_s, b, d, t)] : zero;
+    r.z[q] = ok && z ? z[at_frame(p.z_s, b, d, t)] : zero;
+    r.dout[q] = ok && dout ? dout[at_frame(dout_s, b, d, t)] : zero;
   }
   const T* Bp = static_cast<const T*>(p.B);
   const T* Cp = static_cast<const T*>(p.C);
@@ -165,9 +170,8 @@ __device__ __forceinline__ void fetch_chunk(const ScanParams& p, const T* dout, 
     const int n = row_of(q, 32 * W), k = step_of(q, 32 * W);
     const int t = c >= 0 ? frame_of(p, len, c * kChunk + k) : -1;
     const bool ok = n < N && t >= 0;
-    const int64_t i = (b * N + n) * L + t;
-    r.B[q] = ok ? Bp[i] : zero;
-    r.C[q] = ok ? Cp[i] : zero;
+    r.B[q] = ok ? Bp[at_frame(p.B_s, b, n, t)] : zero;
+    r.C[q] = ok ? Cp[at_frame(p.C_s, b, n, t)] : zero;
   }
 }
 
@@ -215,14 +219,15 @@ __device__ __forceinline__ int64_t checkpoint_index(const ScanParams& p, int64_t
   return ((b * chunks + c) * p.state + n) * p.channels + d;
 }
 
-// Zeros frames [len, time) of rows d0..d0+31 of utterance b in x.
+// Zeros frames [len, time) of rows d0..d0+31 of utterance b in x (laid out as xs says).
 template <typename T>
-__device__ void zero_padding(const ScanParams& p, T* x, int64_t b, int64_t d0, int len) {
+__device__ void zero_padding(const ScanParams& p, T* x, const RowStrides& xs, int64_t b, int64_t d0,
+                             int len) {
   if (x == nullptr) return;
   const int pad = static_cast<int>(p.time) - len;
   for (int e = threadIdx.x; e < kRows * pad; e += blockDim.x) {
     const int64_t d = d0 + e / pad;
-    if (d < p.channels) x[(b * p.channels + d) * p.time + len + e % pad] = from_float<T>(0.f);
+    if (d < p.channels) x[at_frame(xs, b, d, len + e % pad)] = from_float<T>(0.f);
   }
 }
 
@@ -235,7 +240,7 @@ __device__ __forceinline__ void scan_forward_body(const ScanParams& p, const Sca
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int64_t d0 = int64_t(blockIdx.x) * kRows, d = d0 + lane;
   const int len = static_cast<int>(p.lengths[b]);
-  const int64_t L = p.time, Dn = p.channels;
+  const int64_t Dn = p.channels;
   float A[kStates], A2[kStates], h[kStates];
   load_A(p, d, w, A, A2);
 #pragma unroll
@@ -246,11 +251,12 @@ __device__ __forceinline__ void scan_forward_body(const ScanParams& p, const Sca
   const int chunks = (len + kChunk - 1) / kChunk;
   const RowConstants<W> rc = load_row_constants<W>(p, d0);
   ChunkRegs<T, W> cur, next;
-  fetch_chunk<T, W>(p, nullptr, b, d0, 0, len, cur);
+  const RowStrides none;
+  fetch_chunk<T, W>(p, nullptr, none, b, d0, 0, len, cur);
   for (int c = 0; c < chunks; ++c) {
     stage_chunk<T, W>(p, cur, &rc, nullptr, s, d0, c, len);
     __syncthreads();
-    fetch_chunk<T, W>(p, nullptr, b, d0, c + 1 < chunks ? c + 1 : -1, len, next);
+    fetch_chunk<T, W>(p, nullptr, none, b, d0, c + 1 < chunks ? c + 1 : -1, len, next);
 #pragma unroll
     for (int k = 0; k < kChunk; ++k) {
       const float dt = s.dt[k][lane], dtu = s.dtu[k][lane];
@@ -281,12 +287,12 @@ __device__ __forceinline__ void scan_forward_body(const ScanParams& p, const Sca
       for (int v = 0; v < W; ++v) y += s.yp[k][v][j];
       const float zq = to_float(cur.z[q]);
       if (z != nullptr) y *= zq * sigmoid(zq);
-      out[(b * Dn + d0 + j) * L + t] = from_float<T>(y);
+      out[at_frame(io.out_s, b, d0 + j, t)] = from_float<T>(p.out_scale * y);
     }
     __syncthreads();
     cur = next;
   }
-  zero_padding(p, out, b, d0, len);
+  zero_padding(p, out, io.out_s, b, d0, len);
 }
 
 // Grid rows [0, p0.batch) scan p0, the rest p1 (BiMamba's second direction; p1.batch = 0 when
@@ -370,7 +376,7 @@ __device__ void gate_backward(const ScanParams& p, const ScanBackwardIO& io, Bwd
 #pragma unroll
     for (int v = 0; v < W; ++v) y += s.pa[k][v][j];
     const float zv = s.z[k][j], dout = s.dy[k][j], sg = sigmoid(zv);
-    static_cast<T*>(io.dz)[(b * p.channels + d0 + j) * p.time + t] =
+    static_cast<T*>(io.dz)[at_frame(io.dz_s, b, d0 + j, t)] =
         from_float<T>(dout * y * sg * (1.f + zv * (1.f - sg)));
     s.dy[k][j] = dout * zv * sg;
   }
@@ -395,9 +401,8 @@ __device__ void input_grads(const ScanParams& p, const ScanBackwardIO& io, BwdSm
       const float du = fmaf(s.D[j], s.dy[k][j], sb * dt);
       ddelta = fmaf(sb, u, sa);
       if (p.softplus) ddelta *= softplus_grad(dt);
-      const int64_t i = (b * p.channels + d0 + j) * p.time + t;
-      static_cast<T*>(io.du)[i] = from_float<T>(du);
-      static_cast<T*>(io.ddelta)[i] = from_float<T>(ddelta);
+      static_cast<T*>(io.du)[at_frame(io.du_s, b, d0 + j, t)] = from_float<T>(du);
+      static_cast<T*>(io.ddelta)[at_frame(io.ddelta_s, b, d0 + j, t)] = from_float<T>(ddelta);
     }
     // A row's kChunk (16) frames sit in 16 consecutive lanes: sum them in a fixed order.
 #pragma unroll
@@ -433,18 +438,18 @@ __device__ __forceinline__ void scan_backward_body(const ScanParams& p, const Sc
   ChunkRegs<T, W> cur, next;
   float h0_next[kStates];
   const int last = (len + kChunk - 1) / kChunk - 1;
-  fetch_chunk<T, W>(p, dout, b, d0, last, len, cur);
+  fetch_chunk<T, W>(p, dout, io.dout_s, b, d0, last, len, cur);
   load_start_state(p, io.checkpoints, b, d, last, h0);
   for (int c = last; c >= 0; --c) {
     stage_chunk<T, W>(p, cur, nullptr, s.bias, s, d0, c, len);
 #pragma unroll
     for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
       const int j = row_of(q, 32 * W), k = step_of(q, 32 * W);
-      s.dy[k][j] = to_float(cur.dout[q]);
+      s.dy[k][j] = p.out_scale * to_float(cur.dout[q]);
       s.z[k][j] = to_float(cur.z[q]);
     }
     __syncthreads();
-    fetch_chunk<T, W>(p, dout, b, d0, c - 1, len, next);
+    fetch_chunk<T, W>(p, dout, io.dout_s, b, d0, c - 1, len, next);
     load_start_state(p, io.checkpoints, b, d, c - 1, h0_next);
     recompute_chunk<W>(s, A2, h0, hs);
     __syncthreads();
@@ -495,9 +500,9 @@ __device__ __forceinline__ void scan_backward_body(const ScanParams& p, const Sc
       io.dbias_rows[b * Dn + d] = s.dbias[lane];
     }
   }
-  zero_padding(p, static_cast<T*>(io.du), b, d0, len);
-  zero_padding(p, static_cast<T*>(io.ddelta), b, d0, len);
-  zero_padding(p, static_cast<T*>(io.dz), b, d0, len);
+  zero_padding(p, static_cast<T*>(io.du), io.du_s, b, d0, len);
+  zero_padding(p, static_cast<T*>(io.ddelta), io.ddelta_s, b, d0, len);
+  zero_padding(p, static_cast<T*>(io.dz), io.dz_s, b, d0, len);
 }
 
 // MinBlocks: resident blocks per multiprocessor the register allocation must allow (1: none).
@@ -528,9 +533,8 @@ __device__ __forceinline__ void reduce_dBC(const ScanParams& p, const ScanBackwa
       sum[1] += part[(L + t) * N + n];
     }
   }
-  const int64_t o = (b * N + n) * L + t;
-  static_cast<T*>(io.dB)[o] = from_float<T>(sum[0]);
-  static_cast<T*>(io.dC)[o] = from_float<T>(sum[1]);
+  static_cast<T*>(io.dB)[at_frame(io.dB_s, b, n, t)] = from_float<T>(sum[0]);
+  static_cast<T*>(io.dC)[at_frame(io.dC_s, b, n, t)] = from_float<T>(sum[1]);
 }
 
 template <typename T>

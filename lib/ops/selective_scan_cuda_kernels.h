@@ -9,9 +9,18 @@ namespace masr::ops::cuda {
 
 enum class ScanDtype { kFloat32, kFloat16, kBFloat16 };
 
-// Device pointers, all contiguous. u, delta, z: (batch, channels, time) in `dtype`; B, C:
-// (batch, state, time) in `dtype`; A: (channels, state) float; D, bias: (channels) float;
-// lengths: (batch) int64 in [0, time]. z, D and bias may be null.
+// Where frame t of row r of utterance b lies in a (batch, rows, time) tensor: element
+// b * batch + r * row + t. Time is always contiguous; the other two strides are free, so the
+// kernels read and write (batch, channels, time) tensors and the Mamba block's time-major
+// projections ((channels, batch * time) matrices: batch = time, row = batch * time) in place.
+struct RowStrides {
+  int64_t batch = 0, row = 0;
+};
+
+// Device pointers. u, delta, z: (batch, channels, time) in `dtype`; B, C: (batch, state, time)
+// in `dtype`, each with its RowStrides; A: (channels, state) float; D, bias: (channels) float,
+// contiguous; lengths: (batch) int64 in [0, time]. z, D and bias may be null. The output is
+// out_scale * y (BiMamba averages its two directions with out_scale = 0.5).
 struct ScanParams {
   int64_t batch = 0, channels = 0, time = 0, state = 0;
   ScanDtype dtype = ScanDtype::kFloat32;
@@ -24,19 +33,22 @@ struct ScanParams {
   const float* D = nullptr;
   const float* bias = nullptr;
   const int64_t* lengths = nullptr;
+  RowStrides u_s, delta_s, z_s, B_s, C_s;
+  float out_scale = 1.f;
   bool softplus = true;
   bool reverse = false;
 };
 
-// out: (batch, channels, time) in dtype. checkpoints: null (inference) or
+// out: (batch, channels, time) in dtype at out_s. checkpoints: null (inference) or
 // scan_checkpoint_floats() floats: the state every kScanChunk steps, read by scan_backward.
 struct ScanForwardIO {
   void* out = nullptr;
+  RowStrides out_s;
   float* checkpoints = nullptr;
 };
 
-// Gradients; du, ddelta, dz (null when z is): (batch, channels, time) in dtype; dB, dC:
-// (batch, state, time) in dtype; dA_rows (batch, channels, state), dD_rows and dbias_rows
+// Gradients, each at its RowStrides; du, ddelta, dz (null when z is): (batch, channels, time)
+// in dtype; dB, dC: (batch, state, time) in dtype; dA_rows (batch, channels, state), dD_rows and dbias_rows
 // (batch, channels): float, per utterance (the caller sums over batch). workspace:
 // scan_workspace_floats() floats for the per-block dB/dC partial sums.
 struct ScanBackwardIO {
@@ -51,6 +63,7 @@ struct ScanBackwardIO {
   float* dD_rows = nullptr;
   float* dbias_rows = nullptr;
   float* workspace = nullptr;
+  RowStrides dout_s, du_s, ddelta_s, dz_s, dB_s, dC_s;
 };
 
 // The largest state size the kernels take.

@@ -45,6 +45,7 @@ at::Tensor selective_scan_reference(const at::Tensor& u, const at::Tensor& delta
   if (D.defined()) y = y + D.to(state_type).view({1, channels, 1}) * uf;
   if (z.defined()) y = y * torch::silu(z.to(state_type));
   y = y * valid.unsqueeze(1);
+  if (options.output_scale != 1.0) y = y * options.output_scale;
   return y.to(u.scalar_type());
 }
 

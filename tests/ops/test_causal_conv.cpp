@@ -133,3 +133,62 @@ TEST_CASE("fused CUDA causal conv1d + SiLU matches the LibTorch formulation", "[
     }
   }
 }
+
+TEST_CASE("causal_conv1d_silu with lengths reads frames past each length as zeros and zeroes them",
+          "[ops]") {
+  torch::manual_seed(12);
+  const at::Tensor x = torch::randn({3, 6, 9}), w = torch::randn({6, 1, 4}), b = torch::randn({6});
+  const at::Tensor lengths = torch::tensor({9, 5, 1}, torch::kLong);
+  for (const bool reverse : {false, true}) {
+    CAPTURE(reverse);
+    const at::Tensor u = masr::ops::causal_conv1d_silu(x, w, b, reverse, lengths);
+    for (int64_t i = 0; i < 3; ++i) {
+      const int64_t len = lengths[i].item<int64_t>();
+      // Each utterance alone, cut to its length: the definition with zeros outside it.
+      const at::Tensor alone = by_definition(x.slice(0, i, i + 1).narrow(2, 0, len), w, b, reverse);
+      CHECK(rel_err(u.slice(0, i, i + 1).narrow(2, 0, len), alone) < 1e-5);
+      if (len < 9) CHECK(u.slice(0, i, i + 1).narrow(2, len, 9 - len).abs().max().item<double>() == 0.0);
+    }
+  }
+}
+
+TEST_CASE("fused CUDA causal conv1d + SiLU on time-major inputs with lengths", "[.cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  torch::manual_seed(13);
+  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+    const double tol_fwd = dtype == at::kFloat ? 1e-5 : 1e-2;
+    const double tol_grad = dtype == at::kFloat ? 1e-5 : 1.5e-2;
+    for (const bool reverse : {false, true}) {
+      const std::array<int64_t, 3> shapes[] = {{2, 5, 3}, {3, 64, 37}, {4, 160, 750}, {2, 33, 300}};
+      for (const auto& shape : shapes) {
+        const auto [B, D, T] = shape;
+        CAPTURE(dtype, reverse, B, D, T);
+        const at::Tensor x0 = torch::randn({B, D, T}).to(dtype).to(at::kFloat);
+        const at::Tensor w0 = torch::randn({D, 1, 4}) * 0.5, b0 = torch::randn({D});
+        const at::Tensor g0 = torch::randn({B, D, T}).to(dtype).to(at::kFloat);
+        at::Tensor lengths = torch::randint(0, T + 1, {B}, torch::kLong);
+        lengths[0] = T;
+        const at::Tensor x = x0.clone().requires_grad_(true);
+        const at::Tensor w = w0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+        masr::ops::causal_conv1d_silu(x, w, b, reverse, lengths).backward(g0);
+
+        // x as the time-major Mamba block has it: a row block of a (2D, B * T) matrix.
+        const at::Tensor full = torch::zeros({2 * D, B * T}, at::TensorOptions(at::kCUDA).dtype(dtype));
+        full.narrow(0, 0, D).copy_(x0.permute({1, 0, 2}).reshape({D, B * T}));
+        const at::Tensor xc = full.narrow(0, 0, D).view({D, B, T}).permute({1, 0, 2})
+                                  .detach().requires_grad_(true);
+        const at::Tensor wc = w0.to(at::kCUDA).requires_grad_(true);
+        const at::Tensor bc = b0.to(at::kCUDA).requires_grad_(true);
+        const at::Tensor uc =
+            masr::ops::causal_conv1d_silu(xc, wc, bc, reverse, lengths.to(at::kCUDA));
+        CHECK(uc.stride(2) == 1);  // written time-major
+        uc.backward(g0.to(at::kCUDA, dtype));
+        const at::Tensor u = masr::ops::causal_conv1d_silu_reference(x0, w0, b0, reverse, lengths);
+        CHECK(rel_err(uc, u) < tol_fwd);
+        CHECK(rel_err(xc.grad(), x.grad()) < tol_grad);
+        CHECK(rel_err(wc.grad(), w.grad()) < tol_grad);
+        CHECK(rel_err(bc.grad(), b.grad()) < tol_grad);
+      }
+    }
+  }
+}
