@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "features/device_copy.h"
+#include "ops/ctc_loss.h"
 
 namespace masr::train {
 namespace {
@@ -47,18 +49,28 @@ LossReduction parse_loss_reduction(const std::string& text, const std::string& k
 at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
                     const at::Tensor& input_rel, const at::Tensor& target_rel, int64_t blank,
                     LossReduction reduction) {
-  const at::Tensor input_lengths = absolute(input_rel, log_probs.size(1)).cpu();
-  const at::Tensor target_lengths = absolute(target_rel, targets.size(1)).cpu();
+  // The absolute lengths are computed where the relative ones live and then queued to the
+  // log-probabilities' device (on CUDA without stopping the host: no .cpu() of device tensors).
+  const at::Device device = log_probs.device();
+  const at::Tensor input_lengths =
+      features::to_device_async(absolute(input_rel, log_probs.size(1)), device);
+  const at::Tensor target_lengths =
+      features::to_device_async(absolute(target_rel, targets.size(1)), device);
+  const at::Tensor losses =
+      ops::ctc_loss(log_probs.to(torch::kFloat32), targets.to(device, torch::kLong), input_lengths,
+                    target_lengths, blank, /*zero_infinity=*/true);
   // SB passes reduction "sum" for batchmean and divides by the batch size afterwards; "mean"
-  // is torch's (each loss divided by its target length, then averaged).
-  const auto torch_reduction =
-      reduction == LossReduction::kMean ? at::Reduction::Mean : at::Reduction::Sum;
-  at::Tensor loss = at::ctc_loss(log_probs.transpose(0, 1).to(torch::kFloat32),
-                                 targets.to(log_probs.device(), torch::kLong),
-                                 input_lengths, target_lengths, blank, torch_reduction,
-                                 /*zero_infinity=*/true);
-  if (reduction == LossReduction::kBatchMean) loss = loss / static_cast<double>(targets.size(0));
-  return loss;
+  // is torch's: each loss divided by its target length (at least 1), then averaged. The same
+  // operations as at::ctc_loss's own reductions, so the CPU results are unchanged.
+  switch (reduction) {
+    case LossReduction::kBatchMean:
+      return losses.sum() / static_cast<double>(targets.size(0));
+    case LossReduction::kMean:
+      return (losses / target_lengths.to(losses.dtype()).clamp_min(1)).mean();
+    case LossReduction::kSum:
+      break;
+  }
+  return losses.sum();
 }
 
 at::Tensor kldiv_loss(const at::Tensor& log_probs, const at::Tensor& targets,

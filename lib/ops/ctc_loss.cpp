@@ -1,0 +1,137 @@
+// lib/ops/ctc_loss.cpp
+// Dispatch of the CTC loss: our CUDA kernels (ctc_loss_cuda_kernels.cu) in an autograd Function
+// where the build and the inputs allow, at::ctc_loss elsewhere.
+#include "ops/ctc_loss.h"
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "core/error.h"
+
+#ifdef MASR_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "features/device_copy.h"
+#include "ops/ctc_loss_cuda_kernels.h"
+#include "ops/cuda_launch.h"
+#endif
+
+namespace masr::ops {
+
+#ifdef MASR_WITH_CUDA
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+cuda::CtcParams params_of(const at::Tensor& lp, const at::Tensor& targets,
+                          const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                          int64_t blank, bool zero_infinity) {
+  cuda::CtcParams p;
+  p.batch = lp.size(0);
+  p.time = lp.size(1);
+  p.vocab = lp.size(2);
+  p.max_target = targets.size(1);
+  p.blank = blank;
+  p.zero_infinity = zero_infinity;
+  p.log_probs = lp.data_ptr<float>();
+  p.targets = targets.data_ptr<int64_t>();
+  p.input_lengths = input_lengths.data_ptr<int64_t>();
+  p.target_lengths = target_lengths.data_ptr<int64_t>();
+  return p;
+}
+
+// Inputs: log_probs (B, T, V) float32 contiguous; targets (B, S), lengths (B): int64 contiguous,
+// all on one CUDA device. Saves the alphas (B, T, 2S + 1) and the raw nll for the backward.
+class CtcLossFunction : public torch::autograd::Function<CtcLossFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& lp, const at::Tensor& targets,
+                            const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                            int64_t blank, bool zero_infinity) {
+    const c10::cuda::CUDAGuard guard(lp.device());
+    const cuda::CtcParams p =
+        params_of(lp, targets, input_lengths, target_lengths, blank, zero_infinity);
+    const auto f32 = lp.options().dtype(at::kFloat);
+    const at::Tensor alphas = at::empty({p.batch, p.time, cuda::ctc_states(p)}, f32);
+    const at::Tensor nll = at::empty({p.batch}, f32);
+    at::Tensor loss = at::empty({p.batch}, f32);
+    check_cuda_launch(
+        cuda::ctc_loss_forward(p, alphas.data_ptr<float>(), nll.data_ptr<float>(),
+                               loss.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()),
+        "ctc_loss", "forward");
+    ctx->save_for_backward({lp, targets, input_lengths, target_lengths});
+    ctx->saved_data["alphas"] = alphas;
+    ctx->saved_data["nll"] = nll;
+    ctx->saved_data["blank"] = blank;
+    ctx->saved_data["zero_infinity"] = zero_infinity;
+    return loss;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list s = ctx->get_saved_variables();
+    const at::Tensor& lp = s[0];
+    const c10::cuda::CUDAGuard guard(lp.device());
+    const cuda::CtcParams p = params_of(lp, s[1], s[2], s[3], ctx->saved_data["blank"].toInt(),
+                                        ctx->saved_data["zero_infinity"].toBool());
+    const at::Tensor alphas = ctx->saved_data["alphas"].toTensor();
+    const at::Tensor nll = ctx->saved_data["nll"].toTensor();
+    const at::Tensor grad_loss = grad_outputs[0].to(at::kFloat);
+    const at::Tensor ab = at::empty_like(alphas);
+    const at::Tensor links =
+        at::empty({2, p.batch, cuda::ctc_states(p)}, lp.options().dtype(at::kInt));
+    at::Tensor grad = at::empty_like(lp);
+    cuda::CtcGrads g;
+    g.alphas = alphas.data_ptr<float>();
+    g.nll = nll.data_ptr<float>();
+    g.grad_loss = grad_loss.data_ptr<float>();
+    g.grad_loss_stride = grad_loss.stride(0);
+    g.ab = ab.data_ptr<float>();
+    g.links = links.data_ptr<int32_t>();
+    g.grad = grad.data_ptr<float>();
+    check_cuda_launch(cuda::ctc_loss_backward(p, g, at::cuda::getCurrentCUDAStream().stream()),
+                      "ctc_loss", "backward");
+    return {grad, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// An integer tensor as contiguous int64 on `device`; from the host without stopping it.
+at::Tensor long_on(const at::Tensor& t, const at::Device& device) {
+  return features::to_device_async(t.to(at::kLong), device).contiguous();
+}
+
+}  // namespace
+
+int64_t ctc_cuda_max_target() { return cuda::ctc_max_target(); }
+#else
+int64_t ctc_cuda_max_target() { return 0; }
+#endif
+
+at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
+                    const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                    int64_t blank, bool zero_infinity) {
+  if (log_probs.dim() != 3 || targets.dim() != 2 || targets.size(0) != log_probs.size(0) ||
+      input_lengths.dim() != 1 || input_lengths.size(0) != log_probs.size(0) ||
+      target_lengths.dim() != 1 || target_lengths.size(0) != log_probs.size(0)) {
+    throw_input_error(
+        "ctc_loss: log_probs must be (B, T, V), targets (B, S), input_lengths and "
+        "target_lengths (B)");
+  }
+  if (blank < 0 || blank >= log_probs.size(2)) {
+    throw_input_error("ctc_loss: blank " + std::to_string(blank) + " is outside the " +
+                      std::to_string(log_probs.size(2)) + " classes");
+  }
+#ifdef MASR_WITH_CUDA
+  if (log_probs.is_cuda() && targets.size(1) <= cuda::ctc_max_target()) {
+    const at::Device device = log_probs.device();
+    return CtcLossFunction::apply(log_probs.to(at::kFloat).contiguous(), long_on(targets, device),
+                                  long_on(input_lengths, device), long_on(target_lengths, device),
+                                  blank, zero_infinity);
+  }
+#endif
+  return at::ctc_loss(log_probs.transpose(0, 1), targets.to(log_probs.device(), at::kLong),
+                      input_lengths, target_lengths, blank, at::Reduction::None, zero_infinity);
+}
+
+}  // namespace masr::ops
