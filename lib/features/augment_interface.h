@@ -25,7 +25,9 @@ struct AugmentBatch {
 class Augmentation : public hparams::Object {
  public:
   // Draws every random number from `generator` (a CPU generator), so the same generator state
-  // gives the same output on any device. Never modifies `x` in place.
+  // gives the same output on any device. Never modifies `x` in place. `lengths` are on the host,
+  // and so are the result's lengths and source whatever x's device: a training step reads
+  // nothing back from the device for them.
   virtual AugmentBatch apply(const at::Tensor& x, const at::Tensor& lengths,
                              at::Generator& generator) const = 0;
   // The Python class name ("SpectrogramDrop"), used in messages and summaries.

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "features/device_copy.h"
 
 namespace masr::features {
 namespace {
@@ -37,13 +38,16 @@ AugmentBatch AddNoise::apply(const at::Tensor& x, const at::Tensor& lengths,
     throw_input_error("AddNoise: expected a (batch, samples) waveform tensor, got " +
                       std::to_string(x.dim()) + " dimensions");
   }
+  // Draws on the CPU generator, copied to x's device without stopping the host.
   const auto cpu = x.options().device(torch::kCPU);
-  auto valid = (lengths.to(x.options()) * x.size(1)).unsqueeze(1).clamp_min(1.0);
-  auto snr = torch::rand({x.size(0), 1}, generator, cpu).to(x.device()) *
+  auto valid = (to_device_async(lengths, x.device()).to(x.scalar_type()) * x.size(1))
+                   .unsqueeze(1)
+                   .clamp_min(1.0);
+  auto snr = to_device_async(torch::rand({x.size(0), 1}, generator, cpu), x.device()) *
                  (config_.snr_high - config_.snr_low) +
              config_.snr_low;
   auto factor = 1.0 / (torch::pow(10.0, snr / 20.0) + 1.0);
-  auto noise = torch::randn(x.sizes(), generator, cpu).to(x.device());
+  auto noise = to_device_async(torch::randn(x.sizes(), generator, cpu), x.device());
   auto scaled = noise * (factor * rms(x, valid) / (rms(noise, valid) + 1e-14));
   return {x * (1.0 - factor) + scaled, lengths, {}};
 }

@@ -66,12 +66,15 @@ at::Tensor SpectrogramDrop::drop_chunks(const at::Tensor& x, const at::Tensor& p
   mask = dim == 1 ? mask.unsqueeze(2) : mask.unsqueeze(1);
 
   if (replace == "zeros") return x.masked_fill(mask, 0.0);
-  if (replace == "mean") return x.masked_fill(mask, x.mean().detach());  // no read-back
+  // The mean stays a 0-dim tensor on x's device: masked_fill with a tensor value reads it back
+  // (.item()) on CUDA, where() broadcasts it without one. Same values: the mean has x's dtype.
+  if (replace == "mean") return torch::where(mask, x.mean().detach(), x);
   at::Tensor other;
   if (replace == "rand") {
     const auto lo = x.min().detach();
     const auto hi = x.max().detach();
-    auto noise = torch::rand(x.sizes(), generator, x.options().device(torch::kCPU)).to(x.device());
+    auto noise = to_device_async(torch::rand(x.sizes(), generator, x.options().device(torch::kCPU)),
+                                 x.device());
     other = noise * (hi - lo) + lo;
   } else if (replace == "cutcat") {
     other = torch::roll(x, {1}, {0});

@@ -152,7 +152,10 @@ at::Tensor InputNormalizationImpl::forward(const at::Tensor& x, const at::Tensor
   const at::Tensor std = stds.mean(0);
   if (config_.norm_type == "batch") return (x - mean) / std;
 
-  if (is_training() && gather_) {
+  // Frozen statistics (epoch >= update_until_epoch) are the same on every rank already: no
+  // gather then (a per-step collective that would make every rank wait for the slowest).
+  const bool frozen = glob_mean_.numel() > 0 && epoch && *epoch >= config_.update_until_epoch;
+  if (is_training() && gather_ && !frozen) {
     const at::Tensor all = gather_(at::stack({mean.to(at::kFloat), std.to(at::kFloat)}));
     at::Tensor own_mean, own_std;
     for (int64_t r = 0; r < all.size(0); ++r) {

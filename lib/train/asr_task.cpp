@@ -46,6 +46,16 @@ std::shared_ptr<Impl> module_at(const hparams::Hparams& hp, const std::string& k
   return out;
 }
 
+// An augmentation's lengths or row map, which must be on the host: one on the device would
+// cost a read-back every step, so it is a bug to fix, not to copy silently.
+const at::Tensor& host_result(const at::Tensor& t, const char* what) {
+  if (!t.is_cpu()) {
+    throw Error(ErrorKind::kInternal, std::string("augmentation: its ") + what + " are on " +
+                                          t.device().str() + ", not on the host");
+  }
+  return t;
+}
+
 at::Tensor abs_lengths(const at::Tensor& rel, int64_t max_len) {
   return (rel.to(torch::kFloat64) * static_cast<double>(max_len)).round().to(torch::kLong);
 }
@@ -127,8 +137,11 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
       profile_phase("augment");
       features::AugmentBatch augmented = augment_->apply(feats, wav_rel, *generator);
       feats = augmented.x;
-      r.rel = augmented.lengths.cpu();
-      if (augmented.source.defined()) r.source = augmented.source.cpu();
+      // Host lengths in, host lengths and row map out (features/augment_interface.h): the
+      // augmentations draw on the CPU generator and compute lengths on the host, so nothing is
+      // read back from the device here.
+      r.rel = host_result(augmented.lengths, "lengths");
+      if (augmented.source.defined()) r.source = host_result(augmented.source, "row map");
     }
   }
   profile_phase("encoder");

@@ -5,6 +5,7 @@
 
 #include <torch/version.h>
 
+#include <cmath>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
@@ -52,8 +53,10 @@ ParamState& param_state(torch::optim::Optimizer& optimizer, const at::Tensor& p,
 
 struct FusedAdam::State {
   // float32 step counts on the device, one per parameter (the fused kernels read them there);
-  // torch::optim's int64 counts are kept equal on the host for checkpoints.
+  // torch::optim's int64 counts are advanced alike on the host, and store_steps() corrects them
+  // when steps may have been skipped on the device.
   std::unordered_map<const void*, at::Tensor> steps;
+  bool skippable = false;  // a step was given a found_inf flag
 };
 
 FusedAdam::FusedAdam(torch::optim::Optimizer& optimizer, OptimizerConfig config)
@@ -75,12 +78,18 @@ bool FusedAdam::available(const std::vector<at::Tensor>& parameters) {
 #endif
 }
 
-void FusedAdam::reset() { state_->steps.clear(); }
+void FusedAdam::reset() {
+  state_->steps.clear();
+  state_->skippable = false;
+}
 
-void FusedAdam::step() {
+void FusedAdam::step(const at::Tensor& found_inf) {
 #if MASR_HAS_FUSED_ADAM
   torch::NoGradGuard no_grad;
   const bool adamw = config_.type == "AdamW";
+  const c10::optional<at::Tensor> skip =
+      found_inf.defined() ? c10::optional<at::Tensor>(found_inf) : c10::nullopt;
+  if (skip) state_->skippable = true;
   for (auto& group : optimizer_.param_groups()) {
     std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps;
     for (const auto& p : group.params()) {
@@ -110,15 +119,46 @@ void FusedAdam::step() {
     if (adamw) {
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, config_.beta1,
                         config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
-                        /*maximize=*/false);
+                        /*maximize=*/false, /*grad_scale=*/c10::nullopt, /*found_inf=*/skip);
     } else {
       at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, config_.beta1,
                        config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
-                       /*maximize=*/false);
+                       /*maximize=*/false, /*grad_scale=*/c10::nullopt, /*found_inf=*/skip);
     }
+    // As torch.optim's fused Adam: a skipped step takes its count back (found_inf is 0 or 1).
+    if (skip) at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), found_inf));
   }
 #else
+  (void)found_inf;
   throw Error(ErrorKind::kInternal, "FusedAdam: this LibTorch has no fused Adam kernels");
+#endif
+}
+
+void FusedAdam::store_steps() {
+#if MASR_HAS_FUSED_ADAM
+  if (!state_->skippable) return;  // every step was taken: the host counts are right
+  const bool adamw = config_.type == "AdamW";
+  std::vector<at::Tensor> params, counts;
+  for (auto& group : optimizer_.param_groups()) {
+    for (const auto& p : group.params()) {
+      const auto it = state_->steps.find(p.unsafeGetTensorImpl());
+      if (it == state_->steps.end()) continue;
+      params.push_back(p);
+      counts.push_back(it->second);
+    }
+  }
+  if (params.empty()) return;
+  const at::Tensor host = at::stack(counts).to(at::kDouble).cpu();  // the one read-back
+  const auto values = host.accessor<double, 1>();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto count = static_cast<int64_t>(std::llround(values[static_cast<int64_t>(i)]));
+    if (adamw) {
+      param_state<torch::optim::AdamWParamState>(optimizer_, params[i], config_.amsgrad)
+          .step(count);
+    } else {
+      param_state<torch::optim::AdamParamState>(optimizer_, params[i], config_.amsgrad).step(count);
+    }
+  }
 #endif
 }
 

@@ -24,8 +24,14 @@ class FusedAdam {
   // Whether this build has the fused kernels and every parameter is a float32 CUDA tensor.
   static bool available(const std::vector<at::Tensor>& parameters);
 
-  // One step of every parameter with a gradient, as optimizer.step() would take it.
-  void step();
+  // One step of every parameter with a gradient, as optimizer.step() would take it. `found_inf`
+  // (optional): a 0-dim float32 tensor on the parameters' device; when it holds 1 the kernels
+  // leave parameters, moments and step counts as they are (torch.optim's fused step with a
+  // GradScaler's flag), so a step can be skipped without reading anything back.
+  void step(const at::Tensor& found_inf = {});
+  // Copies the device step counts into the optimizer's state, where checkpoints read them (they
+  // differ once a found_inf step was skipped): a read-back, for checkpoints only.
+  void store_steps();
   // Call after the optimizer's state was replaced (a checkpoint was loaded).
   void reset();
 

@@ -46,8 +46,9 @@ void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes
 // Clips the gradients of `parameters` to a global L2 norm of max_norm (torch's
 // clip_grad_norm_); returns the norm before clipping as a 0-dim float32 tensor on the gradients'
 // device. Nothing is read back to the host: the scale factor is applied as a tensor, and a
-// non-finite norm leaves the gradients as they are. max_norm <= 0 only measures. With LibTorch
-// >= 2 the norms and the scaling are multi-tensor kernels.
+// non-finite norm leaves the gradients as they are (the OptimizerStepper then skips the step on
+// that norm). max_norm <= 0 only measures. With LibTorch >= 2 the norms and the scaling are
+// multi-tensor kernels.
 at::Tensor clip_gradients(const std::vector<at::Tensor>& parameters, double max_norm);
 
 }  // namespace masr::train

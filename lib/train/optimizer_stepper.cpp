@@ -1,12 +1,28 @@
 // lib/train/optimizer_stepper.cpp
-// Accumulate, unscale, clip, step, schedule; checkpointed state.
+// Accumulate, unscale, clip, step (or skip on a non-finite norm), schedule; checkpointed state.
 #include "train/optimizer_stepper.h"
+
+#include <limits>
 
 #include "core/log.h"
 #include "train/optimizer.h"
 #include "train/step_profile.h"
 
 namespace masr::train {
+namespace {
+
+// loss * factor, with factor 1 for a finite loss (the gradients are bit for bit those of the
+// loss: multiplying by 1 is exact) and NaN otherwise (every gradient the loss reaches becomes
+// NaN, so the step's gradient norm says so on the device, without reading the loss back).
+at::Tensor with_nan_gradients_unless_finite(const at::Tensor& loss) {
+  const at::Tensor value = loss.detach();
+  const at::Tensor factor =
+      at::where(at::isfinite(value), at::ones_like(value),
+                at::full_like(value, std::numeric_limits<double>::quiet_NaN()));
+  return loss * factor;
+}
+
+}  // namespace
 
 OptimizerStepper::OptimizerStepper(const TrainConfig& config, std::vector<at::Tensor> parameters,
                                    bool cuda, std::shared_ptr<DataParallel> parallel)
@@ -26,7 +42,8 @@ bool OptimizerStepper::backward(const at::Tensor& loss) {
   // Data-parallel gradient buckets reduce during the backward that completes an accumulation.
   profile_phase("backward");
   parallel_->prepare_backward(parameters_, accumulated_ + 1 >= config_.grad_accumulation_factor);
-  scaler_.scale(loss / static_cast<double>(config_.grad_accumulation_factor)).backward();
+  const at::Tensor checked = with_nan_gradients_unless_finite(loss);
+  scaler_.scale(checked / static_cast<double>(config_.grad_accumulation_factor)).backward();
   if (++accumulated_ < config_.grad_accumulation_factor) return false;
   step();
   return true;
@@ -38,15 +55,11 @@ void OptimizerStepper::step() {
   // torch.cuda.amp: unscale_ before clip_grad_norm_, and scaler.step skips on inf/nan.
   profile_phase("clip");
   if (scaler_.unscale(parameters_)) {
-    clip_gradients(parameters_, config_.max_grad_norm);
-    profile_phase("optimizer");
-    if (fused_) {
-      fused_->step();
-    } else {
-      optimizer_->step();
-    }
+    step_unless_nonfinite(clip_gradients(parameters_, config_.max_grad_norm));
   } else {
     MASR_LOG_DEBUG("train: inf/nan gradients at scale %g; step skipped", scaler_.scale_value());
+    ++skipped_on_host_.steps;
+    skipped_on_host_.batches += accumulated_;
   }
   scaler_.update();
   optimizer_->zero_grad();
@@ -58,8 +71,52 @@ void OptimizerStepper::step() {
   if (scheduler_) set_learning_rate(*optimizer_, scheduler_->step());
 }
 
+void OptimizerStepper::step_unless_nonfinite(const at::Tensor& norm) {
+  profile_phase("optimizer");
+  if (fused_ && norm.device() == parameters_.front().device()) {
+    // The fused kernels read the flag on the device and leave everything as it is when it is 1.
+    const at::Tensor nonfinite = at::isfinite(norm).logical_not();
+    fused_->step(nonfinite.to(at::kFloat));
+    const at::Tensor count = nonfinite.to(at::kLong);
+    if (!skipped_steps_on_device_.defined()) {
+      skipped_steps_on_device_ = at::zeros({}, count.options());
+      skipped_batches_on_device_ = at::zeros({}, count.options());
+    }
+    skipped_steps_on_device_.add_(count);
+    skipped_batches_on_device_.add_(count, accumulated_);
+    return;
+  }
+  // CPU, LibTorch 1.13 or parameters the fused kernels do not take (or no gradient at all, when
+  // the norm is a CPU zero): the flag is read back, which costs nothing on the CPU.
+  if (!at::isfinite(norm).item<bool>()) {
+    ++skipped_on_host_.steps;
+    skipped_on_host_.batches += accumulated_;
+    return;
+  }
+  if (fused_) {
+    fused_->step();
+  } else {
+    optimizer_->step();
+  }
+}
+
+SkippedSteps OptimizerStepper::take_skipped() {
+  SkippedSteps skipped = skipped_on_host_;
+  skipped_on_host_ = {};
+  if (skipped_steps_on_device_.defined()) {
+    const at::Tensor counts =
+        at::stack({skipped_steps_on_device_, skipped_batches_on_device_}).cpu();
+    skipped.steps += counts[0].item<int64_t>();
+    skipped.batches += counts[1].item<int64_t>();
+    skipped_steps_on_device_.zero_();
+    skipped_batches_on_device_.zero_();
+  }
+  return skipped;
+}
+
 void OptimizerStepper::save(std::map<std::string, std::string>& files,
                             std::map<std::string, double>& counters) const {
+  if (fused_) fused_->store_steps();  // the device step counts know which steps were skipped
   files["optimizer.ckpt"] = optimizer_bytes(*optimizer_);
   counters["scheduler_steps"] = scheduler_ ? static_cast<double>(scheduler_->steps()) : 0.0;
   counters["lr"] = lr();

@@ -21,14 +21,31 @@
 
 namespace masr::train {
 
+// Optimizer steps skipped for a non-finite loss or non-finite gradients, and the batches
+// (micro-batches of the accumulation) whose gradients they dropped.
+struct SkippedSteps {
+  int64_t steps = 0;
+  int64_t batches = 0;
+};
+
+// A step is skipped, on every rank alike, when its gradients' global norm is not finite. A
+// non-finite loss makes its batch's gradients NaN (backward multiplies it by a factor that is 1
+// for a finite loss and NaN otherwise), so it skips the step it belongs to, all micro-batches of
+// the accumulation included; after the data-parallel all-reduce every rank sees the same norm,
+// so the ranks agree without a collective of their own. With the fused CUDA AdamW the skip
+// happens on the device (the kernels' found_inf flag) and nothing is read back; elsewhere the
+// finiteness of the norm is read back (free on the CPU). With the fp16 scaler, its unscale
+// decides (it reads its flag back, as torch's scaler.step does). A skipped step still counts:
+// steps() and the Noam schedule advance, as they do for the scaler's skipped steps.
 class OptimizerStepper {
  public:
   // The scaler is on only for precision fp16 on a CUDA device (`cuda`).
   OptimizerStepper(const TrainConfig& config, std::vector<at::Tensor> parameters, bool cuda,
                    std::shared_ptr<DataParallel> parallel);
 
-  // Backward of loss / grad_accumulation_factor (times the fp16 scale); steps when the
-  // accumulation is complete. Returns true when an optimizer step was taken (or skipped).
+  // Backward of loss / grad_accumulation_factor (times the fp16 scale; NaN gradients when the
+  // loss is not finite); steps when the accumulation is complete. Returns true when an optimizer
+  // step was taken (or skipped).
   bool backward(const at::Tensor& loss);
   // Averages, unscales, clips and steps (skipped on inf/nan gradients), then Noam.
   void step();
@@ -37,6 +54,9 @@ class OptimizerStepper {
   double lr() const { return learning_rate(*optimizer_); }
   double lr_of_last_step() const { return last_lr_; }
   const GradScaler& scaler() const { return scaler_; }
+  // The steps skipped since the last call, and resets the count. Reads a device counter back
+  // (a host synchronization on CUDA): call it at log intervals, not per step.
+  SkippedSteps take_skipped();
 
   // Adds optimizer.ckpt to `files` and the scheduler/lr/scaler counters to `counters`.
   void save(std::map<std::string, std::string>& files,
@@ -45,6 +65,9 @@ class OptimizerStepper {
   void restore(const CheckpointInfo& checkpoint, int64_t steps);
 
  private:
+  // The optimizer step, unless the gradients' global norm `norm` is not finite.
+  void step_unless_nonfinite(const at::Tensor& norm);
+
   const TrainConfig& config_;
   std::vector<at::Tensor> parameters_;
   std::shared_ptr<DataParallel> parallel_;
@@ -55,6 +78,9 @@ class OptimizerStepper {
   int64_t accumulated_ = 0;  // backward passes since the last step
   int64_t steps_ = 0;
   double last_lr_ = 0.0;
+  SkippedSteps skipped_on_host_;  // skips decided on the host (scaler, non-fused optimizers)
+  // Skips decided on the device (fused path): 0-dim int64 counters on the parameters' device.
+  at::Tensor skipped_steps_on_device_, skipped_batches_on_device_;
 };
 
 }  // namespace masr::train

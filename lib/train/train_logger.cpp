@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -91,5 +92,41 @@ void TrainLogger::log_epoch(const EpochRecord& record) {
 }
 
 void TrainLogger::log_text(const std::string& line) { append(text_path_, line); }
+
+void LossTotals::add(const at::Tensor& loss) {
+  const at::Tensor value = loss.detach().reshape({}).to(at::kDouble);
+  const at::Tensor finite = at::isfinite(value);
+  // (loss or 0, 1 or 0), added to both rows.
+  const at::Tensor entry =
+      at::stack({at::where(finite, value, at::zeros_like(value)), finite.to(at::kDouble)});
+  if (!sums_.defined()) {
+    sums_ = at::zeros({2, 2}, value.options());
+    reset_epoch(epoch_start_.sum, epoch_start_.count);
+  }
+  sums_.add_(entry);
+}
+
+LossTotals::Snapshot LossTotals::read() const {
+  if (!sums_.defined()) return {epoch_start_, {}};
+  const at::Tensor host = sums_.cpu();
+  const auto a = host.accessor<double, 2>();
+  Snapshot s;
+  s.epoch = {a[0][0], static_cast<int64_t>(a[0][1])};
+  s.window = {a[1][0], static_cast<int64_t>(a[1][1])};
+  return s;
+}
+
+void LossTotals::reset_window() {
+  if (sums_.defined()) sums_[1].zero_();
+}
+
+void LossTotals::reset_epoch(double sum, int64_t count) {
+  epoch_start_ = {sum, count};
+  if (!sums_.defined()) return;  // the first add() starts from epoch_start_
+  // Fills, not read-backs: the sum goes on from `sum` in batch order, as one read back per batch
+  // would have summed it.
+  sums_[0][0].fill_(sum);
+  sums_[0][1].fill_(static_cast<double>(count));
+}
 
 }  // namespace masr::train

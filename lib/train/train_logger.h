@@ -1,8 +1,11 @@
 // lib/train/train_logger.h
 // The output folder's logs: `train_log.txt` (SpeechBrain's FileTrainLogger lines) and
-// `log.jsonl` (one JSON object per logging step and per epoch), and the epoch history that the
-// training curves are drawn from (read back from log.jsonl when a run resumes).
+// `log.jsonl` (one JSON object per logging step and per epoch), the epoch history that the
+// training curves are drawn from (read back from log.jsonl when a run resumes), and the running
+// loss sums those logs report, kept on the training device between logs.
 #pragma once
+
+#include <ATen/Tensor.h>
 
 #include <cstdint>
 #include <map>
@@ -35,6 +38,35 @@ class TrainLogger {
   std::string jsonl_path_;
   std::string text_path_;
   std::vector<EpochRecord> history_;
+};
+
+// The training losses of the epoch and of the current log window, summed where the losses are
+// (a CUDA step reads nothing back for them) and read back only when they are logged, at epoch
+// ends and for checkpoints. Non-finite losses are left out of both sums and counts. The sums are
+// float64, added in batch order: the averages equal those of losses read back one by one.
+class LossTotals {
+ public:
+  struct Average {
+    double sum = 0.0;
+    int64_t count = 0;  // finite losses
+    double mean() const { return count > 0 ? sum / static_cast<double>(count) : 0.0; }
+  };
+  struct Snapshot {
+    Average epoch, window;
+  };
+
+  // Adds a 0-dim loss (detached) to the epoch and window sums; no read-back.
+  void add(const at::Tensor& loss);
+  // Both averages, read back at once (a host synchronization on CUDA).
+  Snapshot read() const;
+  void reset_window();
+  // Starts an epoch whose batches so far summed to `sum` over `count` finite losses (a resumed
+  // checkpoint's counters); a new epoch starts from zero.
+  void reset_epoch(double sum = 0.0, int64_t count = 0);
+
+ private:
+  at::Tensor sums_;  // (2, 2) float64 on the losses' device: rows epoch, window; cols sum, count
+  Average epoch_start_;  // the epoch row's start (before the first add() creates sums_)
 };
 
 // Epoch records from a log.jsonl (the last record of each epoch wins); empty when absent.

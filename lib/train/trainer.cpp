@@ -35,6 +35,10 @@ at::Device pick_training_device(const std::string& name) {
 
 namespace {
 
+// Data-parallel ranks agree on a stop request (Ctrl-C, SIGTERM) and on a timed checkpoint every
+// this many optimizer steps: one collective then, none in between; a stop waits at most this long.
+constexpr int64_t kFlagAgreementSteps = 10;
+
 int worker_count(int requested) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(0, std::min(requested, cores));
@@ -109,12 +113,15 @@ TrainOutcome Trainer::fit() {
     if (!train_epoch(pos_.epoch)) return TrainOutcome::kStopped;
     const int64_t epoch = pos_.epoch;
     std::map<std::string, double> metrics = validate(epoch);
-    const double loss_sum = parallel_->sum(epoch_loss_sum_);
-    const double loss_count = parallel_->sum(static_cast<double>(epoch_loss_count_));
+    const LossTotals::Average local = losses_.read().epoch;  // the epoch end's read-back
+    if (main()) warn_skipped();
+    const double loss_sum = parallel_->sum(local.sum);
+    const double loss_count = parallel_->sum(static_cast<double>(local.count));
     EpochRecord record{epoch, pos_.step, stepper_->lr(),
                        loss_count > 0 ? loss_sum / loss_count : 0.0, metrics};
     pos_ = {epoch + 1, 0, pos_.step};
-    epoch_loss_sum_ = 0.0, epoch_loss_count_ = 0;
+    losses_.reset_epoch();
+    shown_loss_ = record.train_loss;
     save_checkpoint(true, metrics);
     if (main()) {
       logger_->log_epoch(record);
@@ -163,8 +170,7 @@ bool Trainer::train_epoch(int64_t epoch) {
     train_batch(batch, epoch, index);
     profile_phase("logging");
     pos_.batch = static_cast<int64_t>(index + 1);
-    progress_->update(index + 1, epoch_loss_count_ ? epoch_loss_sum_ / epoch_loss_count_ : 0.0,
-                      stepper_->lr(), batch.audio_seconds);
+    progress_->update(index + 1, shown_loss_, stepper_->lr(), batch.audio_seconds);
     if (stepper_->accumulated() != 0) {  // checkpoints only between optimizer steps
       end_profiled_step();
       continue;
@@ -175,7 +181,11 @@ bool Trainer::train_epoch(int64_t epoch) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() /
         60.0;
     bool due_time = config_.ckpt_interval_minutes > 0 && minutes >= config_.ckpt_interval_minutes;
-    if (parallel_->world_size() > 1) {
+    if (parallel_->world_size() > 1 && stepper_->steps() % kFlagAgreementSteps != 0) {
+      // Between agreements a rank keeps its flags to itself: a collective here would stop the
+      // host every step (it reads the sum back) and make every rank wait for the slowest.
+      stop = due_time = false;
+    } else if (parallel_->world_size() > 1) {
       // Ranks stop at the same batch, or the others would wait forever in their next all-reduce.
       // Both flags in one collective: stops + (N + 1) * dues, each count in [0, N].
       const double base = parallel_->world_size() + 1.0;
@@ -234,35 +244,48 @@ void Trainer::train_batch(const AsrBatch& batch, int64_t epoch, size_t index) {
     AutocastGuard autocast(device_, config_.precision);
     loss = task_->forward(batch, true, epoch, &generator, loss_options_).loss;
   }
+  // Nothing is read back: the loss is summed on its device (a non-finite one is left out), and
+  // every batch goes through backward. A non-finite loss gives NaN gradients, so its optimizer
+  // step is skipped on the device, on every rank alike (train/optimizer_stepper.h); rank 0 warns
+  // about skipped steps when it logs.
   profile_phase("loss-check");
-  const double value = loss.item<double>();
-  bool finite = std::isfinite(value);
-  // Ranks skip together: a rank alone without backward would leave the others' all-reduce waiting.
-  if (parallel_->world_size() > 1) finite = parallel_->sum(finite ? 0.0 : 1.0) == 0.0;
-  if (!finite) {
-    MASR_LOG_WARN("train: non-finite loss at epoch %lld batch %zu (%s...); batch skipped",
-                  static_cast<long long>(epoch), index, batch.ids.front().c_str());
-    return;
-  }
-  epoch_loss_sum_ += value, ++epoch_loss_count_;
-  window_loss_sum_ += value, ++window_count_, window_audio_ += batch.audio_seconds;
+  losses_.add(loss);
+  window_audio_ += batch.audio_seconds;
   if (stepper_->backward(loss)) after_step();
 }
 
 void Trainer::after_step() {
   pos_.step = stepper_->steps();
-  const double lr_used = stepper_->lr_of_last_step();
-  if (main() && logger_ && pos_.step % config_.log_interval == 0 && window_count_ > 0) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();
-    logger_->log_step(pos_.epoch, pos_.step, window_loss_sum_ / window_count_, lr_used,
-                      seconds > 0 ? window_audio_ / seconds : 0.0);
-    window_loss_sum_ = 0, window_count_ = 0, window_audio_ = 0;
-    window_start_ = std::chrono::steady_clock::now();
+  if (main() && logger_ && pos_.step % config_.log_interval == 0) {
+    log_window(stepper_->lr_of_last_step());
   }
   if (config_.ckpt_interval_steps > 0 && pos_.step % config_.ckpt_interval_steps == 0) {
     pending_step_checkpoint_ = true;
   }
+}
+
+void Trainer::log_window(double lr_used) {
+  const LossTotals::Snapshot totals = losses_.read();  // the log interval's read-back
+  shown_loss_ = totals.epoch.mean();
+  warn_skipped();
+  if (totals.window.count == 0) return;  // only non-finite losses since the last record
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();
+  logger_->log_step(pos_.epoch, pos_.step, totals.window.mean(), lr_used,
+                    seconds > 0 ? window_audio_ / seconds : 0.0);
+  losses_.reset_window();
+  window_audio_ = 0;
+  window_start_ = std::chrono::steady_clock::now();
+}
+
+void Trainer::warn_skipped() {
+  const SkippedSteps skipped = stepper_->take_skipped();
+  if (skipped.steps == 0) return;
+  MASR_LOG_WARN(
+      "train: %lld batches skipped since the last log: non-finite loss or gradients (%lld "
+      "optimizer steps, epoch %lld, step %lld)",
+      static_cast<long long>(skipped.batches), static_cast<long long>(skipped.steps),
+      static_cast<long long>(pos_.epoch), static_cast<long long>(pos_.step));
 }
 
 std::map<std::string, double> Trainer::validate(int64_t epoch) {

@@ -70,6 +70,8 @@ class Trainer {
   bool train_epoch(int64_t epoch);  // false: stopped
   void train_batch(const AsrBatch& batch, int64_t epoch, size_t index);
   void after_step();  // logging and step-interval checkpoints after each optimizer step
+  void log_window(double lr_used);  // the log.jsonl step record: reads the loss sums back
+  void warn_skipped();              // rank 0: the steps skipped since the last log, if any
   std::map<std::string, double> validate(int64_t epoch);
   void save_checkpoint(bool end_of_epoch, const std::map<std::string, double>& metrics);
   void restore(const CheckpointInfo& checkpoint);
@@ -97,11 +99,11 @@ class Trainer {
   LossOptions loss_options_;
   Position pos_;
   bool pending_step_checkpoint_ = false;  // ckpt_interval_steps reached
-  double epoch_loss_sum_ = 0.0;           // this epoch's batches, for the average train loss
-  int64_t epoch_loss_count_ = 0;
-  double window_loss_sum_ = 0.0;  // since the last log.jsonl step record
-  int64_t window_count_ = 0;
-  double window_audio_ = 0.0;
+  // This epoch's and this log window's training losses, summed on the device (no read-back per
+  // batch); read at log intervals, epoch ends and checkpoints.
+  LossTotals losses_;
+  double shown_loss_ = 0.0;    // the epoch's average loss as last read, for the progress line
+  double window_audio_ = 0.0;  // since the last log.jsonl step record
   std::chrono::steady_clock::time_point window_start_, last_checkpoint_;
 };
 

@@ -25,8 +25,9 @@ void Trainer::save_checkpoint(bool end_of_epoch, const std::map<std::string, dou
   meta.end_of_epoch = end_of_epoch;
   meta.metrics = metrics;
   stepper_->save(files, meta.counters);
-  meta.counters["epoch_loss_sum"] = epoch_loss_sum_;
-  meta.counters["epoch_loss_count"] = static_cast<double>(epoch_loss_count_);
+  const LossTotals::Average epoch_losses = losses_.read().epoch;  // read back for the checkpoint
+  meta.counters["epoch_loss_sum"] = epoch_losses.sum;
+  meta.counters["epoch_loss_count"] = static_cast<double>(epoch_losses.count);
   const std::string path = checkpointer_->save(
       meta, files, [this](const std::string& dir) { asr_model_->save(dir + "/model.masr"); });
   checkpointer_->prune(retention());
@@ -41,8 +42,9 @@ void Trainer::restore(const CheckpointInfo& checkpoint) {
   restore_cpu_rng(Checkpointer::read(checkpoint, "rng.ckpt"), where + "/rng.ckpt");
   const CheckpointMeta& m = checkpoint.meta;
   pos_ = {m.epoch, m.batch, m.step};
-  epoch_loss_sum_ = m.counter("epoch_loss_sum");
-  epoch_loss_count_ = static_cast<int64_t>(m.counter("epoch_loss_count"));
+  losses_.reset_epoch(m.counter("epoch_loss_sum"),
+                      static_cast<int64_t>(m.counter("epoch_loss_count")));
+  shown_loss_ = losses_.read().epoch.mean();
   MASR_LOG_INFO("train: resuming from %s (epoch %lld, batch %lld, step %lld)", where.c_str(),
                 static_cast<long long>(m.epoch), static_cast<long long>(m.batch),
                 static_cast<long long>(m.step));

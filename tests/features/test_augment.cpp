@@ -324,6 +324,48 @@ TEST_CASE("Augmenter: order, count, concat_original, repeat, parallel, indices",
   CHECK(values.size() == 15);
 }
 
+TEST_CASE("Augmentations keep lengths and the row map on the host, whatever x's device",
+          "[augment]") {
+  // The meta device stands in for a GPU (shapes, no data): a training step must not have to read
+  // lengths or the row map back from x's device, so they come out on the host, equal to a CPU
+  // run's (they depend on the draws only, which come from the CPU generator). LibTorch 1.13 has
+  // no meta kernel for where(), which "mean" uses; the replacement does not touch the lengths.
+  const std::vector<std::shared_ptr<const Augmentation>> augs{
+      std::make_shared<SpectrogramDrop>(drop_cfg(2, 5, 1, 3, "zeros", 1)),
+      std::make_shared<SpectrogramDrop>(drop_cfg(1, 3, 1, 2, "zeros", 2)),
+      std::make_shared<Warping>(warp_cfg(3, "bicubic", 1))};
+  AugmenterConfig sequential = aug_cfg(1, 3);
+  sequential.shuffle_augmentations = true;
+  sequential.concat_original = true;
+  sequential.repeat_augment = 2;
+  AugmenterConfig parallel = aug_cfg(2, 3);
+  parallel.parallel_augment = true;
+  const auto lengths = torch::tensor({1.0f, 0.6f, 0.8f});
+  const auto x = torch::randn({3, 40, 8}, make_generator(3));
+  const auto meta = x.to(at::Device(at::kMeta));
+  for (const AugmenterConfig& cfg : {sequential, parallel}) {
+    const Augmenter augmenter(cfg, augs);
+    for (uint64_t seed = 0; seed < 6; ++seed) {
+      INFO("seed " << seed);
+      auto g_cpu = make_generator(seed), g_meta = make_generator(seed);
+      const AugmentBatch on_cpu = augmenter.apply(x, lengths, g_cpu);
+      const AugmentBatch on_meta = augmenter.apply(meta, lengths, g_meta);
+      CHECK(on_meta.x.device().type() == at::kMeta);
+      CHECK(on_meta.x.sizes() == on_cpu.x.sizes());
+      REQUIRE(on_meta.lengths.is_cpu());
+      REQUIRE(on_meta.source.is_cpu());
+      CHECK(torch::equal(on_meta.lengths, on_cpu.lengths));
+      CHECK(torch::equal(on_meta.source, on_cpu.source));
+    }
+  }
+  AddNoiseConfig noise_cfg;
+  auto g = make_generator(1);
+  const AugmentBatch noisy =
+      AddNoise(noise_cfg).apply(torch::zeros({3, 800}).to(at::Device(at::kMeta)), lengths, g);
+  CHECK(noisy.x.device().type() == at::kMeta);
+  CHECK(noisy.lengths.is_cpu());
+}
+
 TEST_CASE("Augmenter: SpeechBrain's min/max resolution and errors", "[augment]") {
   Augmenter defaults(AugmenterConfig(), taggers(4));
   CHECK(defaults.min_augmentations() == 1);

@@ -1,7 +1,7 @@
 // tests/train/test_data_parallel.cpp
 // Gradient buckets overlapped with backward (with a stand-in all-reduce, then two real Gloo ranks
-// in two threads over a TCPStore), the normalizer's statistics gather, the torchrun variables and
-// the equal per-rank batch counts.
+// in two threads over a TCPStore), a non-finite loss on one rank skipping the step on all of them,
+// the normalizer's statistics gather, the torchrun variables and the equal per-rank batch counts.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -14,6 +14,7 @@
 #include "train/c10d_data_parallel.h"
 #include "train/gradient_buckets.h"
 #include "train/local_launcher.h"
+#include "train/optimizer_stepper.h"
 #include "train/train_data.h"
 
 using namespace masr;
@@ -141,6 +142,59 @@ TEST_CASE("data parallel: two Gloo ranks average gradients, sum scalars and gath
   const at::Tensor expected = torch::tensor({10.0f, 10.0f, 20.0f, 20.0f}).reshape({2, 2});
   CHECK(torch::equal(gathered[0], expected));
   CHECK(torch::equal(gathered[1], expected));
+}
+
+TEST_CASE("data parallel: a non-finite loss on one rank skips that step on every rank",
+          "[parallel]") {
+  // No collective of its own: the rank's NaN gradients reach every rank through the gradient
+  // all-reduce, and each skips on the same non-finite norm.
+  const int port = free_local_port();
+  TrainConfig config;
+  config.optimizer.lr = 0.01;
+  config.grad_accumulation_factor = 1;
+  config.max_grad_norm = 5.0;
+  std::vector<std::string> errors(2);
+  std::vector<std::vector<std::vector<at::Tensor>>> after(2);  // [rank][step][parameter]
+  std::vector<SkippedSteps> skipped(2);
+  std::vector<Net> nets{seeded_net(), seeded_net()};
+  auto rank_main = [&](int rank) {
+    try {
+      ParallelEnv env{rank, 2, rank, "127.0.0.1", port};
+      auto parallel = make_c10d_data_parallel(env, "cpu");
+      Net& net = nets[rank];
+      OptimizerStepper stepper(config, net.parameters(), /*cuda=*/false, parallel);
+      for (int step = 0; step < 3; ++step) {
+        at::Tensor loss = net.loss(batch(2 * step + rank));
+        // Step 1: rank 1's loss is -inf while its gradients are finite; only the loss tells.
+        if (step == 1 && rank == 1) loss = loss + torch::log(torch::zeros({}));
+        stepper.backward(loss);
+        std::vector<at::Tensor> snapshot;
+        for (const auto& p : net.parameters()) snapshot.push_back(p.detach().clone());
+        after[rank].push_back(snapshot);
+      }
+      skipped[rank] = stepper.take_skipped();
+    } catch (const std::exception& e) {
+      errors[rank] = e.what();
+    }
+  };
+  std::thread r1(rank_main, 1);
+  rank_main(0);
+  r1.join();
+  REQUIRE(errors[0].empty());
+  REQUIRE(errors[1].empty());
+  for (int rank = 0; rank < 2; ++rank) {
+    CHECK(skipped[rank].steps == 1);
+    CHECK(skipped[rank].batches == 1);
+  }
+  const size_t n = after[0][0].size();
+  for (size_t step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < n; ++i) {
+      INFO("step " << step << " parameter " << i);
+      CHECK(torch::equal(after[0][step][i], after[1][step][i]));  // the ranks agree
+    }
+  }
+  for (size_t i = 0; i < n; ++i) CHECK(torch::equal(after[0][1][i], after[0][0][i]));  // skipped
+  CHECK_FALSE(torch::equal(after[0][2][0], after[0][1][0]));  // and training went on
 }
 
 TEST_CASE("data parallel: gathered normalizer statistics match one process's sequential updates",

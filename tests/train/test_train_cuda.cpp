@@ -1,13 +1,22 @@
 // tests/train/test_train_cuda.cpp
 // The CUDA training step against the CPU one (run on the GPU machine: test_masr "[.cuda]"):
 // features, normalization and augmentation computed on the GPU, the whole S2S forward/backward,
-// the sync-free gradient clipping and the fused Adam/AdamW step.
+// the sync-free gradient clipping and the fused Adam/AdamW step; steps skipped on the device for
+// non-finite losses, and no host synchronization in the augmentation and the optimizer step.
 #include <catch2/catch.hpp>
 
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "features/augment_augmenter.h"
 #include "features/augment_interface.h"
+#include "features/augment_spectrogram_drop.h"
+#include "features/augment_warping.h"
 #include "features/fbank.h"
 #include "features/input_normalization.h"
 #include "hparams/hparams.h"
@@ -17,7 +26,9 @@
 #include "train/fused_adam.h"
 #include "train/optimizer.h"
 #include "train/optimizer_stepper.h"
+#include "train/step_profile.h"
 #include "train/train_config.h"
+#include "train/train_logger.h"
 
 using namespace masr;
 
@@ -82,6 +93,9 @@ TEST_CASE("CUDA Fbank and InputNormalization equal the CPU ones", "[.cuda]") {
 TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fused AdamW",
           "[.cuda]") {
   require_cuda();
+  // cuDNN convolutions default to TF32 (10-bit mantissa) on this GPU: off for an fp32 comparison.
+  const bool tf32 = at::globalContext().allowTF32CuDNN();
+  at::globalContext().setAllowTF32CuDNN(false);
   runtime::register_all_classes();
   hparams::LoadOptions options;
   options.overrides = {{"transformer_dropout", "0.0"}};
@@ -133,6 +147,7 @@ TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fu
     INFO("largest parameter difference " << worst << " of parameters up to " << scale);
     CHECK(worst < 1e-4 * std::max(1.0, scale));
   }
+  at::globalContext().setAllowTF32CuDNN(tf32);
 }
 
 TEST_CASE("fused Adam/AdamW and sync-free clipping equal torch::optim on CUDA", "[.cuda]") {
@@ -180,4 +195,171 @@ TEST_CASE("fused Adam/AdamW and sync-free clipping equal torch::optim on CUDA", 
       CHECK(a.size() == b.size());
     }
   }
+}
+
+namespace {
+
+// Host synchronizations per profiled step, by phase (LibTorch's sync debug mode, as --profile).
+std::map<std::string, double> syncs_by_phase(const train::StepProfile& profile) {
+  std::map<std::string, double> out;
+  for (const auto& p : profile.summary()) out[p.name] = p.syncs;
+  return out;
+}
+
+// A small tanh perceptron on `device`: 3 inputs, 4 hidden units, 1 output.
+std::vector<at::Tensor> perceptron(const at::Device& device) {
+  at::Generator g = features::make_generator(21);
+  std::vector<at::Tensor> p{torch::randn({4, 3}, g), torch::randn({4}, g), torch::randn({1, 4}, g)};
+  for (auto& t : p) t = t.to(device).requires_grad_();
+  return p;
+}
+
+at::Tensor perceptron_loss(const std::vector<at::Tensor>& p, const at::Tensor& x,
+                           const at::Tensor& y) {
+  const at::Tensor h = torch::tanh(torch::matmul(x, p[0].t()) + p[1]);
+  return (torch::matmul(h, p[2].t()).squeeze(1) - y).pow(2).mean();
+}
+
+}  // namespace
+
+TEST_CASE("fused AdamW/Adam: a found_inf step changes nothing; stored step counts skip it",
+          "[.cuda]") {
+  require_cuda();
+  for (const char* type : {"AdamW", "Adam"}) {
+    train::OptimizerConfig oc;
+    oc.type = type;
+    oc.lr = 1e-2;
+    oc.weight_decay = 0.05;
+    torch::manual_seed(6);
+    std::vector<at::Tensor> ref{torch::randn({7, 5}).cuda().requires_grad_(),
+                                torch::randn({5}).cuda().requires_grad_()};
+    std::vector<at::Tensor> fused;
+    for (const auto& p : ref) fused.push_back(p.detach().clone().requires_grad_());
+    auto opt_ref = train::make_optimizer(oc, ref);
+    auto opt_fused = train::make_optimizer(oc, fused);
+    if (!train::FusedAdam::available(fused)) {
+      WARN("this LibTorch has no fused Adam kernels");
+      return;
+    }
+    train::FusedAdam runner(*opt_fused, oc);
+    const auto flag = [](double v) {
+      return at::full({}, v, at::dtype(at::kFloat).device(at::kCUDA));
+    };
+    for (int step = 0; step < 4; ++step) {
+      const at::Tensor g = torch::randn({7, 5}).cuda();
+      for (auto* params : {&ref, &fused})
+        ((*params)[0] * g).sum().add((*params)[1].pow(2).sum()).backward();
+      std::vector<at::Tensor> before;
+      for (const auto& p : fused) before.push_back(p.detach().clone());
+      if (step == 1) {
+        runner.step(flag(1.0));  // skipped: the reference takes no step either
+        for (size_t i = 0; i < fused.size(); ++i) CHECK(torch::equal(fused[i].detach(), before[i]));
+      } else {
+        runner.step(flag(0.0));
+        opt_ref->step();
+      }
+      opt_ref->zero_grad();
+      opt_fused->zero_grad();
+      for (size_t i = 0; i < ref.size(); ++i) {
+        INFO(type << " step " << step << " parameter " << i);
+        CHECK(max_abs_diff(ref[i], fused[i]) < 1e-6);
+      }
+    }
+    runner.store_steps();  // three steps taken, one skipped
+    for (auto* opt : {opt_ref.get(), opt_fused.get()}) {
+      for (const auto& item : opt->state()) {
+        const int64_t steps = std::string(type) == "AdamW"
+                                  ? static_cast<torch::optim::AdamWParamState&>(*item.second).step()
+                                  : static_cast<torch::optim::AdamParamState&>(*item.second).step();
+        CHECK(steps == 3);
+      }
+    }
+  }
+}
+
+TEST_CASE("CUDA optimizer steps and a non-finite loss's skip run without a host sync", "[.cuda]") {
+  require_cuda();
+  train::TrainConfig config;
+  config.optimizer.type = "AdamW";
+  config.optimizer.lr = 0.05;
+  config.grad_accumulation_factor = 1;
+  config.max_grad_norm = 0.5;
+  config.precision = "fp32";
+  const std::vector<at::Tensor> gpu = perceptron(at::kCUDA);
+  const std::vector<at::Tensor> cpu = perceptron(at::kCPU);
+  if (!train::FusedAdam::available(gpu)) {
+    WARN("this LibTorch has no fused Adam kernels: the step reads its norm back");
+    return;
+  }
+  train::OptimizerStepper step_gpu(config, gpu, true, std::make_shared<train::DataParallel>());
+  train::OptimizerStepper step_cpu(config, cpu, false, std::make_shared<train::DataParallel>());
+  // Batches made before the profile (their copies to the GPU are not part of the step).
+  std::vector<at::Tensor> xs, ys, xs_gpu, ys_gpu;
+  for (int i = 0; i < 4; ++i) {
+    at::Generator g = features::make_generator(50 + static_cast<uint64_t>(i));
+    xs.push_back(torch::randn({8, 3}, g));
+    ys.push_back(torch::randn({8}, g));
+    if (i == 2) xs.back()[1][0] = std::numeric_limits<double>::quiet_NaN();
+    xs_gpu.push_back(xs.back().cuda());
+    ys_gpu.push_back(ys.back().cuda());
+  }
+  train::LossTotals totals;
+  train::StepProfile profile(at::Device(at::kCUDA));
+  {
+    train::ActiveProfile active(&profile);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      profile.begin_step("loss");
+      const at::Tensor loss = perceptron_loss(gpu, xs_gpu[i], ys_gpu[i]);
+      train::profile_phase("loss-check");
+      totals.add(loss);
+      step_gpu.backward(loss);
+      profile.end_step();
+    }
+  }
+  for (const auto& [phase, syncs] : syncs_by_phase(profile)) {
+    INFO("phase " << phase);
+    CHECK(syncs == 0.0);
+  }
+  for (size_t i = 0; i < xs.size(); ++i) step_cpu.backward(perceptron_loss(cpu, xs[i], ys[i]));
+  const train::SkippedSteps skipped = step_gpu.take_skipped();
+  CHECK(skipped.steps == 1);
+  CHECK(skipped.batches == 1);
+  CHECK(step_cpu.take_skipped().steps == 1);
+  for (size_t i = 0; i < gpu.size(); ++i) CHECK(max_abs_diff(gpu[i], cpu[i]) < 1e-5);
+  CHECK(totals.read().epoch.count == 3);
+}
+
+TEST_CASE("CUDA augmentation: no host sync; lengths and row map stay on the host", "[.cuda]") {
+  require_cuda();
+  auto drop = [](const std::string& replace, int64_t dim) {
+    features::SpectrogramDropConfig c;
+    c.drop_length_low = 3, c.drop_length_high = 8, c.drop_count_low = 2, c.drop_count_high = 4;
+    c.replace = replace, c.dim = dim;
+    return std::make_shared<features::SpectrogramDrop>(c);
+  };
+  features::AugmenterConfig config;
+  config.min_augmentations = 3;
+  config.max_augmentations = 3;
+  const features::Augmenter augmenter(
+      config, {drop("mean", 1), drop("mean", 2),
+               std::make_shared<features::Warping>(features::WarpingConfig{})});
+  const at::Tensor x = torch::randn({3, 80, 20});
+  const at::Tensor x_gpu = x.cuda();
+  const at::Tensor lengths = torch::tensor({1.0f, 0.7f, 0.5f});
+  at::Generator g_cpu = features::make_generator(8), g_gpu = features::make_generator(8);
+  const features::AugmentBatch a = augmenter.apply(x, lengths, g_cpu);
+  train::StepProfile profile(at::Device(at::kCUDA));
+  features::AugmentBatch b;
+  {
+    train::ActiveProfile active(&profile);
+    profile.begin_step("augment");
+    b = augmenter.apply(x_gpu, lengths, g_gpu);
+    profile.end_step();
+  }
+  CHECK(syncs_by_phase(profile)["augment"] == 0.0);
+  CHECK(b.x.is_cuda());
+  CHECK(b.lengths.is_cpu());
+  CHECK(b.source.is_cpu());
+  CHECK(torch::equal(a.lengths, b.lengths));
+  CHECK(max_abs_diff(a.x, b.x) < 1e-4);
 }

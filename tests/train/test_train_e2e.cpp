@@ -1,7 +1,8 @@
 // tests/train/test_train_e2e.cpp
 // `mamba-asr train` end to end on a tiny synthetic corpus: the loss falls, the output folder is
-// complete, and a run killed with SIGKILL after a checkpoint resumes to exactly the parameters of
-// an uninterrupted run (CPU, one thread).
+// complete, a run killed with SIGKILL after a checkpoint resumes to exactly the parameters of an
+// uninterrupted run, the logged losses are the batches' (read back only when logged), and a run
+// whose losses turn non-finite skips those steps and keeps finite weights (CPU, one thread).
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -9,8 +10,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "models/asr_model.h"
 #include "models/checkpoint.h"
@@ -45,6 +53,22 @@ bool has_mid_epoch_checkpoint(const std::string& save) {
     }
   }
   return false;
+}
+
+// Replaces the first `from` in `text` by `to` (the test's own argument strings).
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+// tiny_ctc_args with the recipe copied to `yaml` and `extra` keys appended to it (keys the recipe
+// lacks, such as log_interval, cannot be command-line overrides).
+std::string tiny_ctc_args_with(const std::string& yaml, const std::string& extra,
+                               const std::string& corpus, const std::string& out, int epochs) {
+  const std::string recipe = std::string(MASR_SOURCE_DIR) + "/hparams/CTC/conmamba_tiny.yaml";
+  std::ofstream(yaml) << read_file(recipe) << "\n" << extra << "\n";
+  return replaced(testing::tiny_ctc_args(corpus, out, epochs), recipe, yaml);
 }
 
 }  // namespace
@@ -130,4 +154,84 @@ TEST_CASE("train: a missing train_csv is an error naming it", "[train]") {
                                       dir.file("err.txt"));
   CHECK(rc != 0);
   CHECK(read_file(dir.file("err.txt")).find("nope.csv") != std::string::npos);
+}
+
+TEST_CASE("train: log.jsonl step records are the batch losses, epoch records their mean",
+          "[train]") {
+  require_binary();
+  testing::TempDir dir("train_log_means");
+  testing::write_synth_corpus(dir.file("corpus"));
+  const std::string out = dir.file("out");
+  // log_interval 1 and no accumulation: every step record is one batch's loss.
+  const std::string cmd =
+      testing::mamba_asr_exe() + " train " +
+      tiny_ctc_args_with(dir.file("tiny.yaml"), "log_interval: 1", dir.file("corpus"), out, 2) +
+      " --threads 1 -q 2> " + dir.file("log.txt");
+  REQUIRE(testing::run_command(cmd) == 0);
+  std::map<int64_t, std::vector<double>> step_losses;
+  std::vector<nlohmann::json> epochs;
+  int64_t last_step = 0;
+  std::istringstream lines(read_file(out + "/log.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j["kind"] == "epoch") {
+      epochs.push_back(j);
+      continue;
+    }
+    CHECK(j["step"].get<int64_t>() == ++last_step);  // every step logged, in order
+    step_losses[j["epoch"].get<int64_t>()].push_back(j["train_loss"].get<double>());
+  }
+  REQUIRE(epochs.size() == 2);
+  int64_t previous = 0;
+  for (const auto& e : epochs) {
+    const std::vector<double>& losses = step_losses[e["epoch"].get<int64_t>()];
+    INFO("epoch " << e["epoch"]);
+    CHECK(static_cast<int64_t>(losses.size()) == e["step"].get<int64_t>() - previous);
+    REQUIRE_FALSE(losses.empty());
+    double sum = 0.0;
+    for (double v : losses) sum += v;
+    CHECK(e["train_loss"].get<double>() == Approx(sum / losses.size()).epsilon(1e-12));
+    previous = e["step"].get<int64_t>();
+  }
+  CHECK(read_file(dir.file("log.txt")).find("skipped") == std::string::npos);
+}
+
+TEST_CASE("train: steps whose loss turns non-finite are skipped with a warning, weights finite",
+          "[train]") {
+  require_binary();
+  testing::TempDir dir("train_nonfinite");
+  const std::string corpus = dir.file("corpus");
+  testing::write_synth_corpus(corpus);
+  const std::string out = dir.file("out");
+  // lr 1e30: the first step throws the weights to ~1e30, after which the forward pass overflows
+  // and the losses are inf/nan. No validation set (its NaN loss is not what this tests).
+  std::string args = testing::tiny_ctc_args(corpus, out, 2);
+  args = replaced(args, "--lr_model 0.003", "--lr_model 1e30");
+  args = replaced(args, "--valid_csv " + corpus + "/valid.csv", "--valid_csv ''");
+  const std::string cmd =
+      testing::mamba_asr_exe() + " train " + args + " --threads 1 -q 2> " + dir.file("log.txt");
+  REQUIRE(testing::run_command(cmd) == 0);
+  const std::string log = read_file(dir.file("log.txt"));
+  INFO(log);
+  const std::regex warning(
+      "(\\d+) batches skipped since the last log: non-finite loss or gradients \\((\\d+) "
+      "optimizer steps");
+  int64_t batches = 0, steps = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), warning);
+       it != std::sregex_iterator(); ++it) {
+    batches += std::stoll((*it)[1]);
+    steps += std::stoll((*it)[2]);
+  }
+  CHECK(steps > 0);
+  CHECK(batches == steps);  // no accumulation: one batch per step
+  const auto history = read_epoch_history(out + "/log.jsonl");
+  REQUIRE(history.size() == 2);
+  CHECK(steps < history.back().step);  // the first step was finite
+  // Skipped steps still count as steps; they wrote nothing into the weights.
+  const auto state = models::read_checkpoint(out + "/model.masr").state;
+  REQUIRE_FALSE(state.empty());
+  for (const auto& [name, tensor] : state) {
+    INFO(name);
+    if (tensor.is_floating_point()) CHECK(torch::isfinite(tensor).all().item<bool>());
+  }
 }
