@@ -135,7 +135,7 @@ train_run() {  # name nproc extra...
   local t0=$SECONDS
   "$BIN" --device cuda train hparams/S2S/conmamba_large.yaml --data_folder "$data" \
     --output_folder "$out" --train_csv /tmp/train_rep.csv --valid_csv /tmp/valid.csv \
-    --number_of_epochs 1 --num_workers 6 --precision bf16 --grad_accumulation_factor 1 \
+    --number_of_epochs 1 --num_workers "${WORKERS:-6}" --precision bf16 --grad_accumulation_factor 1 \
     --output_neurons 1000 --profile 30 "${@:3}" > "$OUT/$1.log" 2>&1
   summary "$1: rc=$? wall $((SECONDS - t0)) s"
   cp "$out/log.jsonl" "$OUT/$1.log.jsonl" 2>/dev/null

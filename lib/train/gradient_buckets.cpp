@@ -2,11 +2,13 @@
 // Bucket layout, the per-parameter hooks and the end-of-step averaging (see the header's design).
 #include "train/gradient_buckets.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include <ATen/ATen.h>
 
 #include "core/error.h"
+#include "features/device_copy.h"
 
 namespace masr::train {
 
@@ -131,7 +133,11 @@ void GradientBuckets::finish() {
     local_used[i] = (s.filled || s.param.grad().defined()) ? 1.0f : 0.0f;
     if (!s.filled) st.fill(s, at::Tensor());
   }
-  used.copy_(at::tensor(local_used));
+  // Through pinned memory: a plain host-to-device copy would stop the host until the backward
+  // has finished on the GPU.
+  used.copy_(features::to_device_async(at::tensor(local_used), used.device()));
+  const bool all_used_here =
+      std::all_of(local_used.begin(), local_used.end(), [](float u) { return u > 0.0f; });
   st.launch_ready();
   if (st.next != st.buckets.size()) {
     throw Error(ErrorKind::kInternal, "data parallel: a gradient bucket was left unlaunched");
@@ -142,8 +148,13 @@ void GradientBuckets::finish() {
     bucket.flat.div_(static_cast<double>(st.world_size));
   }
   wait_used();
-  const at::Tensor used_cpu = used.cpu();
-  const float* used_any = used_cpu.data_ptr<float>();
+  // The reduced flags matter only for parameters this rank did not use (used by another rank or
+  // by none); when it used every one, as in every step of the usual models, they are not read
+  // back (the read would stop the host until the all-reduces are done). The collective itself
+  // runs on every rank either way, so the ranks' collectives stay matched.
+  at::Tensor used_cpu;
+  if (!all_used_here) used_cpu = used.cpu();
+  const float* used_any = all_used_here ? local_used.data() : used_cpu.data_ptr<float>();
   for (size_t i = 0; i < st.slots.size(); ++i) {
     State::Slot& s = st.slots[i];
     if (used_any[i] > 0.0f) {
