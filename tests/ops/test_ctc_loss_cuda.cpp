@@ -86,7 +86,9 @@ struct Result {
 
 // at::ctc_loss on the CPU in `dtype`, and the gradient of sum(weights * loss).
 Result reference(const CtcInputs& in, const CtcCase& c, at::ScalarType dtype) {
-  const at::Tensor lp = in.lp.to(dtype).requires_grad_(true);
+  // A fresh leaf: .to() of a same-dtype tensor returns the tensor itself, and marking that would
+  // make every later copy of in.lp a non-leaf without a .grad.
+  const at::Tensor lp = in.lp.to(dtype).clone().requires_grad_(true);
   const at::Tensor loss =
       at::ctc_loss(lp.transpose(0, 1), in.targets, in.input_lengths, in.target_lengths, c.blank,
                    at::Reduction::None, c.zero_infinity);
@@ -96,7 +98,7 @@ Result reference(const CtcInputs& in, const CtcCase& c, at::ScalarType dtype) {
 
 // ops::ctc_loss on the GPU; lengths from the host or already on the device.
 Result on_gpu(const CtcInputs& in, const CtcCase& c, bool host_lengths) {
-  const at::Tensor lp = in.lp.to(at::kCUDA).requires_grad_(true);
+  const at::Tensor lp = in.lp.detach().to(at::kCUDA).requires_grad_(true);
   const at::Tensor il = host_lengths ? in.input_lengths : in.input_lengths.to(at::kCUDA);
   const at::Tensor tl = host_lengths ? in.target_lengths : in.target_lengths.to(at::kCUDA);
   const at::Tensor loss =
@@ -329,7 +331,7 @@ TEST_CASE("CUDA ctc_loss timing against LibTorch's", "[.cuda-bench]") {
               "torch f+b");
   for (const CtcCase& c : cases) {
     const CtcInputs in = random_inputs(c);
-    const at::Tensor lp = in.lp.to(at::kCUDA).requires_grad_(true);
+    const at::Tensor lp = in.lp.detach().to(at::kCUDA).requires_grad_(true);
     const at::Tensor tg = in.targets.to(at::kCUDA), w = in.weights.to(at::kCUDA);
     const at::Tensor il = in.input_lengths.to(at::kCUDA), tl = in.target_lengths.to(at::kCUDA);
     auto ours = [&] { return masr::ops::ctc_loss(lp, tg, il, tl, 0, true); };

@@ -61,6 +61,14 @@ train::AsrBatch random_batch(int64_t vocab) {
   return b;
 }
 
+// Every Dropout module to p = 0: the CPU and CUDA generators draw different masks (the CNN front
+// end's dropout, for one, is not transformer_dropout).
+void no_dropout(torch::nn::Module& model) {
+  for (const auto& m : model.modules()) {
+    if (auto* d = m->as<torch::nn::DropoutImpl>()) d->options.p(0.0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("CUDA Fbank and InputNormalization equal the CPU ones", "[.cuda]") {
@@ -114,6 +122,8 @@ TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fu
     for (const auto& item : from) to[item.key()].copy_(item.value());
   }
   gpu.to(at::kCUDA);
+  no_dropout(cpu.model());
+  no_dropout(gpu.model());
   cpu.train(true);
   gpu.train(true);
   const train::AsrBatch batch = random_batch(config.output_neurons);
@@ -124,6 +134,16 @@ TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fu
   train::OptimizerStepper step_gpu(config, gpu.parameters(), true,
                                    std::make_shared<train::DataParallel>());
   CHECK(train::FusedAdam::available(gpu.parameters()) == (TORCH_VERSION_MAJOR >= 2));
+  {
+    // Without augmentation first (no generator): the features, the model and the losses alone.
+    const train::ForwardResult a = cpu.forward(batch, true, 1, nullptr, loss);
+    const train::ForwardResult b = gpu.forward(batch_gpu, true, 1, nullptr, loss);
+    INFO("no augmentation: CPU loss " << a.loss.item<double>() << ", CUDA loss "
+                                      << b.loss.item<double>() << "; log p_ctc max difference "
+                                      << max_abs_diff(a.p_ctc, b.p_ctc));
+    CHECK(b.loss.item<double>() == Approx(a.loss.item<double>()).epsilon(1e-4));
+  }
+  double step_bound = 0.0;
   for (int step = 0; step < 3; ++step) {
     // The same augmentation draws on both sides: the generator is a CPU one.
     at::Generator g_cpu = features::make_generator(100 + step);
@@ -135,17 +155,23 @@ TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fu
     CHECK(b.loss.item<double>() == Approx(a.loss.item<double>()).epsilon(1e-4));
     CHECK(b.rel.is_cpu());
     CHECK(a.rel.equal(b.rel));
+    step_bound += 2.0 * step_cpu.lr();  // this step's lr (Noam sets the next one after it)
     step_cpu.backward(a.loss);
     step_gpu.backward(b.loss);
     const auto pa = cpu.parameters();
     const auto pb = gpu.parameters();
-    double worst = 0.0, scale = 0.0;
+    // Adam's first steps move each weight by about lr * sign(gradient): a weight whose gradient is
+    // rounding noise (|g| << eps) may move either way on the two devices, so the largest difference
+    // is bounded by twice the steps so far, and the mean difference (all weights) must be tiny.
+    double worst = 0.0, sum = 0.0, count = 0.0;
     for (size_t i = 0; i < pa.size(); ++i) {
-      worst = std::max(worst, max_abs_diff(pa[i], pb[i]));
-      scale = std::max(scale, pa[i].detach().abs().max().item<double>());
+      const at::Tensor d = (pa[i].detach().cpu().to(at::kDouble) - pb[i].detach().cpu().to(at::kDouble)).abs();
+      worst = std::max(worst, d.max().item<double>());
+      sum += d.sum().item<double>(), count += static_cast<double>(d.numel());
     }
-    INFO("largest parameter difference " << worst << " of parameters up to " << scale);
-    CHECK(worst < 1e-4 * std::max(1.0, scale));
+    INFO("largest parameter difference " << worst << ", mean " << sum / count);
+    CHECK(worst <= step_bound * 1.05);
+    CHECK(sum / count < 1e-6);
   }
   at::globalContext().setAllowTF32CuDNN(tf32);
 }
