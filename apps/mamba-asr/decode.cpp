@@ -9,15 +9,19 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
+#include "audio/raw_pcm.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/progress_display.h"
 #include "decode/arpa_lm.h"
 #include "decode/asr_model_recognizer.h"
 #include "decode/decode_inputs.h"
 #include "decode/file_transcriber.h"
 #include "decode/model_scorers.h"
+#include "decode/subtitle_cues.h"
 #include "models/asr_model.h"
 #include "models/lm_model.h"
 #include "runtime/auto_settings.h"
@@ -42,6 +46,8 @@ struct DecodeOptions {
   std::string arpa;
   std::string lm;  // a model.masr of type "lm" (mamba-asr train hparams/LM/...)
   double lm_temperature = 1.0;
+  std::string raw_pcm;  // "s16le:16000": inputs are headerless PCM
+  decode::SubtitleOptions subtitles;
   decode::DecodeConfig config;
 };
 
@@ -57,11 +63,11 @@ std::map<std::string, std::string> read_references(const std::string& path) {
   return refs;
 }
 
-std::string render(const decode::Transcript& t, const std::string& format, int& cue) {
-  if (format == "json") return decode::format_json(t);
-  if (format == "ctm") return decode::format_ctm(t);
-  if (format == "srt") return decode::format_srt(t, cue);
-  if (format == "vtt") return decode::format_vtt(t);
+std::string render(const decode::Transcript& t, const DecodeOptions& o, int& cue) {
+  if (o.format == "json") return decode::format_json(t);
+  if (o.format == "ctm") return decode::format_ctm(t);
+  if (o.format == "srt") return decode::format_srt(t, cue, o.subtitles);
+  if (o.format == "vtt") return decode::format_vtt(t, o.subtitles);
   return decode::format_text(t);
 }
 
@@ -114,6 +120,9 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
     o.config.ctc.lm = arpa.get();
   }
   o.config.validate();
+  o.subtitles.validate();
+  std::optional<audio::RawPcmFormat> raw_pcm;
+  if (!o.raw_pcm.empty()) raw_pcm = audio::parse_raw_pcm_spec(o.raw_pcm);
   auto model = o.hparams.empty() ? decode::load_asr_model(o.model)
                                  : models::AsrModel::import_speechbrain(o.model, o.hparams);
   const runtime::DeviceChoice device =
@@ -148,9 +157,11 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
       o.config.ctc.neural_lm_weight = o.config.s2s.lm_weight;
     }
   }
-  const auto rows = decode::gather_inputs(
+  const decode::DecodeInputs inputs = decode::gather_decode_inputs(
       o.inputs, std::cin,
-      o.data_root.empty() ? data::Replacements{} : data::Replacements{{"data_root", o.data_root}});
+      o.data_root.empty() ? data::Replacements{} : data::Replacements{{"data_root", o.data_root}},
+      raw_pcm);
+  const std::vector<data::ManifestRow>& rows = inputs.rows;
   if (rows.empty()) {
     std::string named;
     for (const auto& input : o.inputs) named += (named.empty() ? "" : ", ") + input;
@@ -159,13 +170,22 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   }
   const std::map<std::string, std::string> refs =
       o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref);
+  if ((o.format == "srt" || o.format == "vtt") && rows.size() > 1) {
+    MASR_LOG_WARN(
+        "--format %s of %zu inputs: each input's cues start at 0 s in one stream; "
+        "decode one input per subtitle file",
+        o.format.c_str(), rows.size());
+  }
   MASR_LOG_INFO("decoding %zu utterances with %s search on %s", rows.size(), search.c_str(),
                 device.str().c_str());
   const auto start = std::chrono::steady_clock::now();
   decode::ReadAudio audio;
+  decode::DecodeProgressDisplay progress(ProgressDisplay::detect(global.quiet));
   const auto results = decode::transcribe_files(
       recognizer, rows, {o.batch_size, o.batch_seconds}, o.config, audio, lm_scorer.get(),
-      [](size_t done, size_t total) { MASR_LOG_INFO("decoded %zu / %zu", done, total); });
+      [&progress](const decode::DecodeCounts& counts) { progress.update(counts); }, 0,
+      &inputs.audio);
+  progress.finish();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -173,10 +193,10 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
       MASR_LOG_ERROR("skipping '%s': %s", rows[i].id.c_str(), audio.errors[i].c_str());
   }
   const size_t failed = rows.size() - audio.readable.size();
-  if (o.format == "vtt") std::cout << "WEBVTT\n\n";
+  if (o.format == "vtt") std::cout << decode::kWebVttHeader;
   int cue = 0;
   for (const auto& t : results)
-    if (t) std::cout << render(*t, o.format, cue);
+    if (t) std::cout << render(*t, o, cue);
   std::cout.flush();
   report_wer(rows, results, refs, o.wer_details);
   if (audio.seconds > 0 && seconds > 0) {  // files to text: reading overlaps decoding
@@ -195,10 +215,14 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "decode",
       "Transcribe audio with a trained model.\n\n"
       "INPUTS are audio files, folders (searched recursively), @list.txt, SpeechBrain CSVs,\n"
-      "Kaldi wav.scp files, or - for a list on stdin. Transcripts go to stdout as 'ID TEXT'.\n\n"
+      "Kaldi wav.scp files, or - for stdin (one audio file, or a list of paths). Transcripts go\n"
+      "to stdout as 'ID TEXT'; progress to stderr (-q: none).\n\n"
       "Examples:\n"
       "  mamba-asr decode --model results/ctc/model.masr audio.wav\n"
-      "  mamba-asr decode --model results/s2s --search s2s --beam 10 test.csv --format json");
+      "  mamba-asr decode --model results/s2s --search s2s --beam 10 test.csv --format json\n"
+      "  ffmpeg -i talk.mp4 -f wav - | mamba-asr decode --model model.masr --format srt -\n"
+      "  arecord -f S16_LE -r 16000 -d 5 | mamba-asr decode --model model.masr --raw-pcm "
+      "s16le:16000 -");
   DecodeOptions& o = *options;
   cmd->add_option("-m,--model", o.model, "A trained model (file or folder)")->required();
   cmd->add_option("--hparams", o.hparams,
@@ -219,6 +243,29 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--format", o.format, "text, json, srt, vtt or ctm")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json", "srt", "vtt", "ctm"}));
+  cmd->add_option("--raw-pcm", o.raw_pcm,
+                  "Inputs (files or - for stdin) are headerless mono PCM in this format: "
+                  "ENCODING:RATE, ENCODING s16le or f32le, e.g. s16le:16000")
+      ->check([](const std::string& spec) -> std::string {
+        try {
+          audio::parse_raw_pcm_spec(spec);
+        } catch (const Error& e) {  // CLI11 puts "--raw-pcm: " in front
+          const std::string message = e.what();
+          return message.rfind("--raw-pcm ", 0) == 0 ? message.substr(10) : message;
+        }
+        return "";
+      });
+  cmd->add_option("--cue-chars", o.subtitles.max_line_chars,
+                  "srt, vtt: at most this many characters per subtitle line")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--cue-lines", o.subtitles.max_lines, "srt, vtt: at most this many lines per cue")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--cue-seconds", o.subtitles.max_cue_seconds,
+                  "srt, vtt: at most this many seconds per cue (a longer single word is kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
   cmd->add_option("--ref", o.ref, "Reference transcripts ('ID TEXT' lines) for WER");
   cmd->add_flag("--wer-details", o.wer_details, "Per-utterance alignments on stderr");
   cmd->add_option("--batch-size", o.batch_size, "Utterances per batch (longest first)")

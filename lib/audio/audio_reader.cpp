@@ -4,7 +4,9 @@
 
 #include <sndfile.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <sstream>
 
@@ -36,12 +38,66 @@ std::string format_name(int format) {
   return result;
 }
 
+// A whole audio file held in memory, read through libsndfile's virtual I/O.
+struct MemoryFile {
+  const std::string* bytes;
+  sf_count_t position = 0;
+
+  static MemoryFile& of(void* user) { return *static_cast<MemoryFile*>(user); }
+  static sf_count_t length(void* user) { return static_cast<sf_count_t>(of(user).bytes->size()); }
+  static sf_count_t seek(sf_count_t offset, int whence, void* user) {
+    MemoryFile& f = of(user);
+    const sf_count_t size = length(user);
+    const sf_count_t base = whence == SEEK_CUR ? f.position : whence == SEEK_END ? size : 0;
+    const sf_count_t target = base + offset;
+    if (target < 0 || target > size) return -1;
+    f.position = target;
+    return f.position;
+  }
+  static sf_count_t read(void* out, sf_count_t count, void* user) {
+    MemoryFile& f = of(user);
+    const sf_count_t n = std::max<sf_count_t>(0, std::min(count, length(user) - f.position));
+    std::memcpy(out, f.bytes->data() + f.position, static_cast<size_t>(n));
+    f.position += n;
+    return n;
+  }
+  static sf_count_t write(const void*, sf_count_t, void*) { return 0; }
+  static sf_count_t tell(void* user) { return of(user).position; }
+};
+
+SF_VIRTUAL_IO memory_io() {
+  SF_VIRTUAL_IO io{};
+  io.get_filelen = MemoryFile::length;
+  io.seek = MemoryFile::seek;
+  io.read = MemoryFile::read;
+  io.write = MemoryFile::write;
+  io.tell = MemoryFile::tell;
+  return io;
+}
+
+// A file on disk (bytes null: `name` is its path) or in memory (`name` is how messages call it).
+// An open SNDFILE reads through `memory`, so the Source must outlive it.
+struct Source {
+  std::string name;
+  const std::string* bytes = nullptr;
+  mutable MemoryFile memory{nullptr};
+  mutable SF_VIRTUAL_IO io{};
+
+  SNDFILE* open(SF_INFO& info) const {
+    if (bytes == nullptr) return sf_open(name.c_str(), SFM_READ, &info);
+    memory = MemoryFile{bytes};
+    io = memory_io();
+    return sf_open_virtual(&io, SFM_READ, &info, &memory);
+  }
+};
+
 // Opens the file and checks what the header promises. libsndfile accepts a WAV whose data chunk
 // is longer than the file by shortening it and noting "data : N (should be M)" in its log; that
 // file was cut off, so we refuse it rather than silently decoding a fragment.
-SndfilePtr open_checked(const std::string& path, SF_INFO& info) {
+SndfilePtr open_checked(const Source& source, SF_INFO& info) {
+  const std::string& path = source.name;
   info = SF_INFO{};
-  SndfilePtr file(sf_open(path.c_str(), SFM_READ, &info));
+  SndfilePtr file(source.open(info));
   if (!file) {
     const std::string reason = sf_strerror(nullptr);
     if (reason.find("No such file") != std::string::npos ||
@@ -55,7 +111,10 @@ SndfilePtr open_checked(const std::string& path, SF_INFO& info) {
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
     const bool data_chunk = line.rfind("data", 0) == 0 || line.rfind("SSND", 0) == 0;
-    if (data_chunk && line.find("should be") != std::string::npos) {
+    // A WAV written to a pipe (ffmpeg -f wav -) cannot seek back to fill in its sizes and leaves
+    // 0xFFFFFFFF ("unknown"): on stdin the data runs to the end of the stream.
+    const bool streamed = source.bytes != nullptr && line.find(" 4294967295 ") != std::string::npos;
+    if (data_chunk && !streamed && line.find("should be") != std::string::npos) {
       fail(path, "truncated: the header announces more audio than the file holds (" + line + ")");
     }
   }
@@ -65,11 +124,9 @@ SndfilePtr open_checked(const std::string& path, SF_INFO& info) {
   return file;
 }
 
-}  // namespace
-
-AudioInfo probe_audio(const std::string& path) {
+AudioInfo probe(const Source& source) {
   SF_INFO sf{};
-  SndfilePtr file = open_checked(path, sf);
+  SndfilePtr file = open_checked(source, sf);
   AudioInfo info;
   info.frames = sf.frames;
   info.sample_rate = sf.samplerate;
@@ -78,9 +135,10 @@ AudioInfo probe_audio(const std::string& path) {
   return info;
 }
 
-Audio read_audio(const std::string& path, int target_rate) {
+Audio read(const Source& source, int target_rate) {
+  const std::string& path = source.name;
   SF_INFO sf{};
-  SndfilePtr file = open_checked(path, sf);
+  SndfilePtr file = open_checked(source, sf);
   const int channels = sf.channels;
   const sf_count_t frames = sf.frames;
   std::vector<float> interleaved(static_cast<size_t>(frames) * channels);
@@ -117,6 +175,29 @@ Audio read_audio(const std::string& path, int target_rate) {
     audio.sample_rate = target_rate;
   }
   return audio;
+}
+
+}  // namespace
+
+AudioInfo probe_audio(const std::string& path) { return probe(Source{path}); }
+
+Audio read_audio(const std::string& path, int target_rate) {
+  return read(Source{path}, target_rate);
+}
+
+AudioInfo probe_audio_bytes(const std::string& bytes, const std::string& name) {
+  return probe(Source{name, &bytes});
+}
+
+Audio read_audio_bytes(const std::string& bytes, const std::string& name, int target_rate) {
+  return read(Source{name, &bytes}, target_rate);
+}
+
+bool has_audio_header(const std::string& bytes) {
+  const Source source{"", &bytes};  // outlives the file, which reads through it
+  SF_INFO info{};
+  SndfilePtr file(source.open(info));
+  return file != nullptr;
 }
 
 void write_audio(const std::string& path, const std::vector<float>& interleaved, int sample_rate,

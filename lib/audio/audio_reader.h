@@ -39,6 +39,13 @@ AudioInfo probe_audio(const std::string& path);
 // quality). target_rate <= 0 keeps the file's rate.
 Audio read_audio(const std::string& path, int target_rate = 16000);
 
+// The same for a whole audio file held in memory (e.g. read from stdin), through libsndfile's
+// virtual I/O: any format libsndfile reads from a file. `name` stands for the path in messages.
+AudioInfo probe_audio_bytes(const std::string& bytes, const std::string& name);
+Audio read_audio_bytes(const std::string& bytes, const std::string& name, int target_rate = 16000);
+// Whether libsndfile recognizes `bytes` as an audio file (its header, not yet its samples).
+bool has_audio_header(const std::string& bytes);
+
 // Writes mono or interleaved float samples; `format` is an SF_FORMAT_* combination (0: 16-bit
 // PCM WAV). Used by tests and tools; throws masr::Error on failure.
 void write_audio(const std::string& path, const std::vector<float>& interleaved, int sample_rate,

@@ -27,7 +27,21 @@ data::ManifestRow audio_row(const fs::path& path, const std::string& source) {
   return row;
 }
 
-void append_folder(const fs::path& folder, std::vector<data::ManifestRow>& rows) {
+struct Gathering {
+  std::istream& in;
+  const data::Replacements& replacements;
+  const std::optional<audio::RawPcmFormat>& raw_pcm;
+  DecodeInputs out;
+  bool stdin_read = false;
+};
+
+bool is_audio_extension(const std::string& ext, bool raw_pcm) {
+  const auto& known = audio_extensions();
+  return std::find(known.begin(), known.end(), ext) != known.end() ||
+         (raw_pcm && (ext == ".raw" || ext == ".pcm"));
+}
+
+void append_folder(const fs::path& folder, bool raw_pcm, std::vector<data::ManifestRow>& rows) {
   if (fs::exists(folder / "wav.scp")) {  // a Kaldi data folder
     for (auto& row : data::read_kaldi_dir(folder.string()).rows) rows.push_back(std::move(row));
     return;
@@ -35,8 +49,7 @@ void append_folder(const fs::path& folder, std::vector<data::ManifestRow>& rows)
   std::vector<fs::path> files;
   for (const auto& entry : fs::recursive_directory_iterator(folder)) {
     const std::string ext = lower(entry.path().extension().string());
-    const auto& known = audio_extensions();
-    if (entry.is_regular_file() && std::find(known.begin(), known.end(), ext) != known.end()) {
+    if (entry.is_regular_file() && is_audio_extension(ext, raw_pcm)) {
       files.push_back(entry.path());
     }
   }
@@ -44,18 +57,50 @@ void append_folder(const fs::path& folder, std::vector<data::ManifestRow>& rows)
   for (const fs::path& file : files) rows.push_back(audio_row(file, folder.string()));
 }
 
-void append_input(const std::string& input, std::istream& stdin_list,
-                  const data::Replacements& replacements, std::vector<data::ManifestRow>& rows) {
-  if (input == "-") {
-    std::string line;
-    for (int n = 1; std::getline(stdin_list, line); ++n) {
-      const size_t begin = line.find_first_not_of(" \t\r");
-      if (begin == std::string::npos || line[begin] == '#') continue;
-      const std::string path = line.substr(begin, line.find_last_not_of(" \t\r") - begin + 1);
-      rows.push_back(audio_row(path, "stdin:" + std::to_string(n)));
-    }
+// "-": stdin as one audio file, or as a list of paths.
+void append_stdin(Gathering& g) {
+  if (g.stdin_read) {
+    throw_input_error("decode inputs: '-' (stdin) is given twice; stdin can be read only once");
+  }
+  g.stdin_read = true;
+  auto bytes = std::make_shared<std::string>(read_all(g.in));
+  if (bytes->empty()) {
+    throw_input_error(
+        "decode input '-': stdin is empty; pipe in an audio file (mamba-asr decode ... - < "
+        "audio.wav), headerless PCM with --raw-pcm, or a list of audio paths");
+  }
+  if (g.raw_pcm || audio::has_audio_header(*bytes)) {
+    data::ManifestRow row;
+    row.id = kStdinId;
+    row.wav = kStdinPath;
+    row.source = "stdin";
+    g.out.rows.push_back(std::move(row));
+    g.out.audio.stdin_bytes = std::move(bytes);
     return;
   }
+  if (bytes->find('\0') != std::string::npos) {
+    throw_input_error("decode input '-': stdin (" + std::to_string(bytes->size()) +
+                      " bytes) is neither audio that libsndfile reads nor a list of paths; for "
+                      "headerless PCM give its format, e.g. --raw-pcm s16le:16000");
+  }
+  size_t n = 0;
+  for (size_t begin = 0; begin < bytes->size();) {
+    const size_t newline = bytes->find('\n', begin);
+    const size_t end = newline == std::string::npos ? bytes->size() : newline;
+    const std::string line = bytes->substr(begin, end - begin);
+    begin = end + 1;
+    ++n;
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const std::string path = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+    g.out.rows.push_back(audio_row(path, "stdin:" + std::to_string(n)));
+  }
+}
+
+void append_input(const std::string& input, Gathering& g) {
+  std::vector<data::ManifestRow>& rows = g.out.rows;
+  const data::Replacements& replacements = g.replacements;
+  if (input == "-") return append_stdin(g);
   if (input.size() > 1 && input[0] == '@') {
     for (auto& row : data::read_audio_list(input.substr(1)).rows) rows.push_back(std::move(row));
     return;
@@ -70,9 +115,10 @@ void append_input(const std::string& input, std::istream& stdin_list,
     rows.push_back(audio_row(path, input));
     return;
   }
-  if (fs::is_directory(path)) return append_folder(path, rows);
+  if (fs::is_directory(path)) return append_folder(path, g.raw_pcm.has_value(), rows);
   if (ext == ".csv") {
-    for (auto& row : data::read_speechbrain_csv(input, replacements).rows) rows.push_back(std::move(row));
+    for (auto& row : data::read_speechbrain_csv(input, replacements).rows)
+      rows.push_back(std::move(row));
   } else if (path.filename() == "wav.scp") {
     const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
     for (auto& row : data::read_kaldi_dir(parent.string()).rows) rows.push_back(std::move(row));
@@ -89,13 +135,41 @@ const std::vector<std::string>& audio_extensions() {
   return extensions;
 }
 
-std::vector<data::ManifestRow> gather_inputs(const std::vector<std::string>& inputs,
-                                             std::istream& stdin_list,
-                                             const data::Replacements& replacements) {
-  std::vector<data::ManifestRow> rows;
-  for (const std::string& input : inputs) append_input(input, stdin_list, replacements, rows);
+std::string read_all(std::istream& in) {
+  std::string bytes;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    bytes.append(buffer, static_cast<size_t>(in.gcount()));
+  }
+  return bytes;
+}
+
+audio::AudioInfo InputAudio::probe(const data::ManifestRow& row) const {
+  if (stdin_bytes && row.wav == kStdinPath) {
+    return raw_pcm ? audio::probe_raw_pcm(stdin_bytes->size(), *raw_pcm, kStdinId)
+                   : audio::probe_audio_bytes(*stdin_bytes, kStdinId);
+  }
+  return raw_pcm ? audio::probe_raw_pcm_file(row.wav, *raw_pcm) : audio::probe_audio(row.wav);
+}
+
+std::vector<float> InputAudio::read(const data::ManifestRow& row, int sample_rate) const {
+  if (stdin_bytes && row.wav == kStdinPath) {
+    return raw_pcm ? audio::decode_raw_pcm(*stdin_bytes, *raw_pcm, kStdinId, sample_rate).samples
+                   : audio::read_audio_bytes(*stdin_bytes, kStdinId, sample_rate).samples;
+  }
+  return raw_pcm ? audio::read_raw_pcm_file(row.wav, *raw_pcm, sample_rate).samples
+                 : audio::read_audio(row.wav, sample_rate).samples;
+}
+
+DecodeInputs gather_decode_inputs(const std::vector<std::string>& inputs,
+                                  std::istream& stdin_stream,
+                                  const data::Replacements& replacements,
+                                  const std::optional<audio::RawPcmFormat>& raw_pcm) {
+  Gathering g{stdin_stream, replacements, raw_pcm, {}};
+  g.out.audio.raw_pcm = raw_pcm;
+  for (const std::string& input : inputs) append_input(input, g);
   std::map<std::string, std::string> seen;  // id -> source
-  for (const auto& row : rows) {
+  for (const auto& row : g.out.rows) {
     const auto [it, fresh] = seen.emplace(row.id, row.source);
     if (!fresh) {
       throw_input_error("decode inputs: utterance id '" + row.id + "' appears twice (" +
@@ -103,7 +177,19 @@ std::vector<data::ManifestRow> gather_inputs(const std::vector<std::string>& inp
                         "); ids are file names without extension, so rename one file or use a CSV");
     }
   }
-  return rows;
+  return std::move(g.out);
+}
+
+std::vector<data::ManifestRow> gather_inputs(const std::vector<std::string>& inputs,
+                                             std::istream& stdin_stream,
+                                             const data::Replacements& replacements) {
+  DecodeInputs gathered = gather_decode_inputs(inputs, stdin_stream, replacements);
+  if (gathered.audio.stdin_bytes) {
+    throw_input_error(
+        "decode input '-': stdin holds audio, but this command reads stdin only as "
+        "a list of paths");
+  }
+  return std::move(gathered.rows);
 }
 
 }  // namespace masr::decode

@@ -43,9 +43,9 @@ void for_each_parallel(size_t n, int threads, const std::function<void(size_t)>&
 
 // Reads one row into `out`, an error message instead of an exception.
 void read_row(const data::ManifestRow& row, int sample_rate, std::vector<float>& samples,
-              std::string& error) {
+              std::string& error, const InputAudio& source = {}) {
   try {
-    samples = audio::read_audio(row.wav, sample_rate).samples;
+    samples = source.read(row, sample_rate);
   } catch (const Error& e) {
     error = e.what();
   } catch (const std::exception& e) {  // bad_alloc on an absurd declared size
@@ -99,8 +99,10 @@ std::vector<std::vector<size_t>> make_batches(const std::vector<size_t>& indices
 
 std::vector<std::unique_ptr<Transcript>> transcribe_files(
     RecognitionModel& model, const std::vector<data::ManifestRow>& rows, const Batching& batching,
-    const DecodeConfig& config, ReadAudio& read, SequenceScorer* lm,
-    const DecodeProgress& progress, int threads) {
+    const DecodeConfig& config, ReadAudio& read, SequenceScorer* lm, const DecodeProgress& progress,
+    int threads, const InputAudio* source) {
+  const InputAudio files;
+  const InputAudio& input = source != nullptr ? *source : files;
   const int rate = model.sample_rate();
   read = ReadAudio();
   read.samples.resize(rows.size());
@@ -109,7 +111,7 @@ std::vector<std::unique_ptr<Transcript>> transcribe_files(
   std::vector<size_t> lengths(rows.size(), 0);
   for_each_parallel(rows.size(), threads, [&](size_t i) {
     try {
-      const audio::AudioInfo info = audio::probe_audio(rows[i].wav);
+      const audio::AudioInfo info = input.probe(rows[i]);
       lengths[i] = static_cast<size_t>(static_cast<double>(info.frames) * rate /
                                        std::max(1, info.sample_rate));
     } catch (const Error& e) {
@@ -119,8 +121,13 @@ std::vector<std::unique_ptr<Transcript>> transcribe_files(
     }
   });
   std::vector<size_t> probed;
-  for (size_t i = 0; i < rows.size(); ++i)
-    if (read.errors[i].empty()) probed.push_back(i);
+  DecodeCounts counts;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!read.errors[i].empty()) continue;
+    probed.push_back(i);
+    counts.audio_total += static_cast<double>(lengths[i]) / rate;
+  }
+  counts.files_total = probed.size();
   const auto batches = make_batches(probed, lengths, rate, batching);
   std::vector<size_t> queue;  // rows in decoding order
   for (const auto& b : batches) queue.insert(queue.end(), b.begin(), b.end());
@@ -133,7 +140,7 @@ std::vector<std::unique_ptr<Transcript>> transcribe_files(
   auto reader = [&] {
     for (size_t k = next++; k < queue.size() && !stop; k = next++) {
       const size_t i = queue[k];
-      read_row(rows[i], rate, read.samples[i], read.errors[i]);
+      read_row(rows[i], rate, read.samples[i], read.errors[i], input);
       {
         std::lock_guard<std::mutex> lock(mutex);
         done[i] = 1;
@@ -157,7 +164,6 @@ std::vector<std::unique_ptr<Transcript>> transcribe_files(
   } joiner{pool, stop};
 
   std::vector<std::unique_ptr<Transcript>> results(rows.size());
-  size_t decoded = 0;
   for (const auto& batch : batches) {
     {
       std::unique_lock<std::mutex> lock(mutex);
@@ -168,7 +174,10 @@ std::vector<std::unique_ptr<Transcript>> transcribe_files(
     std::vector<size_t> good;
     std::vector<const std::vector<float>*> waveforms;
     for (const size_t i : batch) {
-      if (!read.errors[i].empty()) continue;
+      if (!read.errors[i].empty()) {  // readable header, unreadable audio: no longer to come
+        counts.audio_total -= static_cast<double>(lengths[i]) / rate;
+        continue;
+      }
       good.push_back(i);
       waveforms.push_back(&read.samples[i]);
     }
@@ -181,8 +190,9 @@ std::vector<std::unique_ptr<Transcript>> transcribe_files(
         std::vector<float>().swap(read.samples[good[k]]);  // decoded: release the audio
       }
     }
-    decoded += batch.size();
-    if (progress) progress(decoded, probed.size());
+    counts.files_done += batch.size();
+    counts.audio_done = read.seconds;
+    if (progress) progress(counts);
   }
   for (size_t i = 0; i < rows.size(); ++i)
     if (read.errors[i].empty()) read.readable.push_back(i);

@@ -12,6 +12,8 @@
 
 #include "data/manifest.h"
 #include "decode/batch_decoder.h"
+#include "decode/decode_inputs.h"
+#include "decode/decode_progress.h"
 
 namespace masr::models {
 class AsrModel;
@@ -54,11 +56,12 @@ std::vector<std::vector<size_t>> make_batches(const std::vector<size_t>& indices
 // lengths order the batches), then reader threads read the batches' files in decoding order
 // while the model decodes the batches already read. `read` tells which files could not be read
 // and how much audio was decoded (its `samples` are released once decoded). `progress`, when
-// given, is called after every batch with (utterances done, utterances in all).
-using DecodeProgress = std::function<void(size_t, size_t)>;
+// given, is called after every batch with the files and audio seconds done so far. `source` reads
+// each row's audio (stdin, raw PCM); null: the file at row.wav through libsndfile.
+using DecodeProgress = std::function<void(const DecodeCounts&)>;
 std::vector<std::unique_ptr<Transcript>> transcribe_files(
     RecognitionModel& model, const std::vector<data::ManifestRow>& rows, const Batching& batching,
     const DecodeConfig& config, ReadAudio& read, SequenceScorer* lm = nullptr,
-    const DecodeProgress& progress = {}, int threads = 0);
+    const DecodeProgress& progress = {}, int threads = 0, const InputAudio* source = nullptr);
 
 }  // namespace masr::decode

@@ -8,27 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "decode/subtitle_cues.h"
 
 namespace masr::decode {
 namespace {
 
 const std::string kSpaceMark = "\xe2\x96\x81";  // "▁"
-
-struct Cue {
-  double start, end;
-  std::string text;
-};
-
-std::vector<Cue> cues(const Transcript& t, int max_words) {
-  std::vector<Cue> out;
-  for (size_t i = 0; i < t.words.size(); i += static_cast<size_t>(max_words)) {
-    const size_t last = std::min(t.words.size(), i + static_cast<size_t>(max_words)) - 1;
-    Cue cue{t.words[i].start, t.words[last].end, ""};
-    for (size_t j = i; j <= last; ++j) cue.text += (j > i ? " " : "") + t.words[j].word;
-    out.push_back(std::move(cue));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -114,22 +99,34 @@ std::string format_timestamp(double seconds, char separator) {
   return out;
 }
 
-std::string format_srt(const Transcript& t, int& cue, int max_words) {
+namespace {
+
+// "START --> END\nLINE\nLINE\n\n" per cue, with `number` lines for SRT.
+std::string format_cues(const Transcript& t, const SubtitleOptions& options, char separator,
+                        int* number) {
   std::string out;
-  for (const Cue& c : cues(t, max_words)) {
-    out += std::to_string(++cue) + "\n" + format_timestamp(c.start, ',') + " --> " +
-           format_timestamp(c.end, ',') + "\n" + c.text + "\n\n";
+  for (const SubtitleCue& c : make_subtitle_cues(t.words, options)) {
+    if (number != nullptr) out += std::to_string(++*number) + "\n";
+    out += format_timestamp(static_cast<double>(c.start_ms) / 1000.0, separator) + " --> " +
+           format_timestamp(static_cast<double>(c.end_ms) / 1000.0, separator) + "\n";
+    for (const std::string& line : c.lines) out += line + "\n";
+    out += "\n";
   }
   return out;
 }
 
-std::string format_vtt(const Transcript& t, int max_words) {
-  std::string out;
-  for (const Cue& c : cues(t, max_words)) {
-    out += format_timestamp(c.start, '.') + " --> " + format_timestamp(c.end, '.') + "\n" + c.text +
-           "\n\n";
-  }
-  return out;
+}  // namespace
+
+std::string format_srt(const Transcript& t, int& cue, const SubtitleOptions& options) {
+  return format_cues(t, options, ',', &cue);
 }
+
+std::string format_srt(const Transcript& t, int& cue) { return format_srt(t, cue, {}); }
+
+std::string format_vtt(const Transcript& t, const SubtitleOptions& options) {
+  return format_cues(t, options, '.', nullptr);
+}
+
+std::string format_vtt(const Transcript& t) { return format_vtt(t, {}); }
 
 }  // namespace masr::decode

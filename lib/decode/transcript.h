@@ -50,9 +50,15 @@ std::string format_text(const Transcript& t);  // "ID TEXT\n"
 std::string format_json(const Transcript& t);  // one JSON object and "\n"
 // NIST CTM: "ID 1 START DURATION WORD CONFIDENCE" per word, times with 2 decimals.
 std::string format_ctm(const Transcript& t);
-// Subtitle cues of at most `max_words` words; `cue` numbers SRT cues across utterances.
-std::string format_srt(const Transcript& t, int& cue, int max_words = 12);
-std::string format_vtt(const Transcript& t, int max_words = 12);  // after a "WEBVTT\n\n" header
+struct SubtitleOptions;  // decode/subtitle_cues.h: line length, lines and seconds per cue
+// Subtitle cues (make_subtitle_cues: readable lengths, never overlapping); `cue` numbers SRT cues
+// across utterances. Each transcript's times start at its own audio's start.
+std::string format_srt(const Transcript& t, int& cue, const SubtitleOptions& options);
+std::string format_srt(const Transcript& t, int& cue);
+// WebVTT cues, printed after kWebVttHeader.
+std::string format_vtt(const Transcript& t, const SubtitleOptions& options);
+std::string format_vtt(const Transcript& t);
+inline constexpr const char* kWebVttHeader = "WEBVTT\n\n";
 // "HH:MM:SS,mmm" (SRT, separator ',') or "HH:MM:SS.mmm" (WebVTT, '.').
 std::string format_timestamp(double seconds, char separator);
 

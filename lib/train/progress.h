@@ -1,19 +1,22 @@
 // lib/train/progress.h
 // Training progress on stderr: a live bar on a terminal, plain periodic lines otherwise (CI,
-// pipes), nothing when quiet. Epoch, step/total, loss, lr, audio-seconds per second and ETA.
+// pipes), nothing when quiet (drawn by masr::ProgressDisplay, which decode shares). Epoch,
+// step/total, loss, lr, audio-seconds per second and ETA.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "core/progress_display.h"
+
 namespace masr::train {
 
 class Progress {
  public:
-  enum class Mode { kQuiet, kBar, kLines };
+  using Mode = ProgressDisplay::Mode;
   // kBar when stderr is a terminal, kLines otherwise (unless quiet).
-  static Mode detect(bool quiet);
+  static Mode detect(bool quiet) { return ProgressDisplay::detect(quiet); }
   explicit Progress(Mode mode, double line_interval_seconds = 30.0);
 
   void start_epoch(int64_t epoch, int64_t epochs, size_t total_batches, size_t first_batch);
@@ -25,13 +28,11 @@ class Progress {
 
  private:
   std::string status_line(size_t done) const;
-  Mode mode_;
-  double line_interval_;
+  ProgressDisplay display_;
   int64_t epoch_ = 0, epochs_ = 0;
   size_t total_ = 0, first_ = 0, done_ = 0;
   double loss_ = 0, lr_ = 0, audio_ = 0;
-  std::chrono::steady_clock::time_point start_, last_print_;
-  bool bar_open_ = false;
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace masr::train

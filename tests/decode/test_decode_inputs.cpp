@@ -5,11 +5,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "audio/audio_reader.h"
 #include "core/error.h"
-#include "decode/decode_inputs.h"
 #include "core/remove_tree.h"
+#include "decode/decode_inputs.h"
 
 namespace fs = std::filesystem;
+using masr::decode::gather_decode_inputs;
 using masr::decode::gather_inputs;
 
 namespace {
@@ -55,5 +57,80 @@ TEST_CASE("Decode inputs expand files, folders, lists, CSVs, wav.scp and stdin",
   touch(root / "other/z.wav");
   CHECK_THROWS_WITH(gather_inputs({(root / "audio").string(), (root / "other").string()}, empty),
                     Catch::Contains("utterance id 'z' appears twice"));
+  masr::remove_tree(root);
+}
+
+namespace {
+std::string bytes_of(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+}  // namespace
+
+TEST_CASE("Decode input '-': stdin as one audio file, raw PCM, or a list", "[decode][stdin]") {
+  const fs::path root = fs::temp_directory_path() / "masr_test_decode_stdin";
+  masr::remove_tree(root);
+  fs::create_directories(root);
+  std::vector<float> x(1600, 0.25f);
+  masr::audio::write_audio((root / "a.wav").string(), x, 16000);
+  const std::string wav = bytes_of(root / "a.wav");
+  SECTION("a WAV on stdin is one utterance, read from memory") {
+    std::istringstream in(wav);
+    const auto inputs = gather_decode_inputs({"-"}, in);
+    REQUIRE(inputs.rows.size() == 1);
+    CHECK(inputs.rows[0].id == "stdin");
+    CHECK(inputs.audio.probe(inputs.rows[0]).frames == 1600);
+    CHECK(inputs.audio.read(inputs.rows[0], 8000).size() == 800);
+    // Files given beside it are read from disk as before.
+    std::istringstream again(wav);
+    const auto mixed = gather_decode_inputs({(root / "a.wav").string(), "-"}, again);
+    REQUIRE(mixed.rows.size() == 2);
+    CHECK(mixed.audio.read(mixed.rows[0], 16000) == mixed.audio.read(mixed.rows[1], 16000));
+    // The rows-only form refuses audio on stdin rather than pretending '-' is a path.
+    std::istringstream third(wav);
+    CHECK_THROWS_WITH(gather_inputs({"-"}, third),
+                      Catch::Contains("stdin holds audio, but this command reads stdin only"));
+  }
+  SECTION("headerless PCM on stdin and in files with --raw-pcm") {
+    const auto s16 = masr::audio::parse_raw_pcm_spec("s16le:16000");
+    std::istringstream in(wav.substr(44));
+    const auto inputs = gather_decode_inputs({"-"}, in, {}, s16);
+    REQUIRE(inputs.rows.size() == 1);
+    CHECK(inputs.audio.read(inputs.rows[0], 16000) == masr::audio::read_audio((root / "a.wav").string()).samples);
+    // A folder yields its .raw files; each is read as raw PCM.
+    fs::create_directories(root / "raw");
+    std::ofstream(root / "raw/b.raw", std::ios::binary) << wav.substr(44);
+    std::ofstream(root / "raw/odd.pcm", std::ios::binary) << "abc";
+    std::istringstream none;
+    const auto folder = gather_decode_inputs({(root / "raw").string()}, none, {}, s16);
+    REQUIRE(folder.rows.size() == 2);
+    CHECK(folder.rows[0].id == "b");
+    CHECK(folder.audio.probe(folder.rows[0]).frames == 1600);
+    CHECK_THROWS_WITH(folder.audio.probe(folder.rows[1]),
+                      Catch::Contains("3 bytes are not a whole number of s16le samples"));
+  }
+  SECTION("text on stdin is still a list of paths") {
+    std::istringstream in("/y/s1.wav\n\n# c\n/y/s2.flac");
+    const auto inputs = gather_decode_inputs({"-"}, in);
+    REQUIRE(inputs.rows.size() == 2);
+    CHECK(inputs.rows[1].wav == "/y/s2.flac");
+    CHECK(inputs.rows[1].source == "stdin:4");
+    CHECK_FALSE(inputs.audio.stdin_bytes);
+  }
+  SECTION("empty, binary non-audio and twice-read stdin are errors") {
+    std::istringstream empty;
+    CHECK_THROWS_WITH(gather_decode_inputs({"-"}, empty),
+                      Catch::Contains("stdin is empty; pipe in an audio file"));
+    std::istringstream binary(std::string("\x01\x00\x02\x00\x03\x00", 6));
+    CHECK_THROWS_WITH(gather_decode_inputs({"-"}, binary),
+                      Catch::Contains("stdin (6 bytes) is neither audio that libsndfile reads nor "
+                                      "a list of paths") &&
+                          Catch::Contains("--raw-pcm s16le:16000"));
+    std::istringstream in(wav);
+    CHECK_THROWS_WITH(gather_decode_inputs({"-", "-"}, in),
+                      Catch::Contains("'-' (stdin) is given twice"));
+  }
   masr::remove_tree(root);
 }

@@ -91,9 +91,13 @@ TEST_CASE("Transcript formats: text, JSON, CTM, SRT, WebVTT", "[decode]") {
         "\"words\":[{\"confidence\":0.5,\"end\":0.28,\"start\":0.08,\"word\":\"HELLO\"},"
         "{\"confidence\":0.25,\"end\":3661.5,\"start\":0.4,\"word\":\"WORLD\"}]}\n");
   CHECK(format_ctm(t) == "utt1 1 0.08 0.20 HELLO 0.500\nutt1 1 0.40 3661.10 WORLD 0.250\n");
+  // WORLD lasts an hour: longer than a cue may be, so it gets a cue of its own.
   int cue = 0;
-  CHECK(format_srt(t, cue, 1) ==
+  CHECK(format_srt(t, cue) ==
         "1\n00:00:00,080 --> 00:00:00,280\nHELLO\n\n2\n00:00:00,400 --> 01:01:01,500\nWORLD\n\n");
   CHECK(cue == 2);
-  CHECK(format_vtt(t) == "00:00:00.080 --> 01:01:01.500\nHELLO WORLD\n\n");
+  CHECK(format_vtt(t) ==
+        "00:00:00.080 --> 00:00:00.280\nHELLO\n\n00:00:00.400 --> 01:01:01.500\nWORLD\n\n");
+  t.words[1].end = 0.9;
+  CHECK(format_vtt(t) == "00:00:00.080 --> 00:00:00.900\nHELLO WORLD\n\n");
 }
