@@ -32,6 +32,7 @@ struct TrainOptions {
   int nproc = 0;
   bool nproc_given = false;
   int64_t profile_steps = 0;
+  bool activation_checkpointing = false;
 };
 
 // SIGINT/SIGTERM ask the trainer to write a checkpoint and stop at the next optimizer step; a
@@ -172,6 +173,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   run.ckpt_interval_steps = options.ckpt_every_steps;
   run.ckpt_interval_minutes = options.ckpt_every_minutes;
   run.profile_steps = options.profile_steps;
+  run.activation_checkpointing = options.activation_checkpointing;
   if (const auto env = train::parallel_env_from_environment(); env && env->world_size > 1) {
     if (env->rank != 0) set_log_level(LogLevel::kWarn);  // rank 0 speaks for all
     run.device = rank_device(global.device, env->local_rank);
@@ -249,6 +251,10 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                   "optimizer, ...; CUDA events on GPUs, with host-sync counts), print the table "
                   "and write <output_folder>/profile.json, then train on (docs/training.md)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  cmd->add_flag("--activation-checkpointing", options->activation_checkpointing,
+                "Keep only each encoder layer's input for the backward and run the layer again "
+                "there: less GPU memory for about one more encoder forward per step (hparams "
+                "activation_checkpointing; docs/training.md)");
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");
   add_global_options(*cmd, global);

@@ -2,6 +2,7 @@
 // Conformer encoder layers.
 #include "models/conformer_encoder.h"
 
+#include "nn/checkpoint.h"
 #include "nn/feed_forward.h"
 #include "nn/masks.h"
 
@@ -45,8 +46,12 @@ at::Tensor ConformerEncoder::forward(const at::Tensor& x, const at::Tensor& leng
       lengths.defined() ? nn::padding_mask(lengths.to(x.device()), T) : at::Tensor();
   at::Tensor out = x;
   for (const auto& layer : *layers) {
-    out =
-        layer->as<ConformerEncoderLayerImpl>()->forward(out, lengths, pos_embs, attn_mask, padding);
+    ConformerEncoderLayerImpl* l = layer->as<ConformerEncoderLayerImpl>();
+    out = nn::checkpointed(
+        [l, lengths, pos_embs, attn_mask, padding](const at::Tensor& h) {
+          return l->forward(h, lengths, pos_embs, attn_mask, padding);
+        },
+        out);
   }
   return norm->forward(out);
 }

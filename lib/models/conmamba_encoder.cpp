@@ -2,6 +2,7 @@
 // ConMamba encoder layers.
 #include "models/conmamba_encoder.h"
 
+#include "nn/checkpoint.h"
 #include "nn/feed_forward.h"
 #include "nn/masks.h"
 
@@ -39,7 +40,9 @@ ConmambaEncoder::ConmambaEncoder(const ConmambaConfig& config) {
 at::Tensor ConmambaEncoder::forward(const at::Tensor& x, const at::Tensor& lengths) {
   at::Tensor out = x;
   for (const auto& layer : *layers) {
-    out = layer->as<ConmambaEncoderLayerImpl>()->forward(out, lengths);
+    ConmambaEncoderLayerImpl* l = layer->as<ConmambaEncoderLayerImpl>();
+    out = nn::checkpointed([l, lengths](const at::Tensor& h) { return l->forward(h, lengths); },
+                           out);
   }
   return norm->forward(out);
 }

@@ -2,6 +2,7 @@
 // Transformer encoder layers.
 #include "models/transformer_encoder.h"
 
+#include "nn/checkpoint.h"
 #include "nn/masks.h"
 
 namespace masr::models {
@@ -59,8 +60,12 @@ at::Tensor TransformerEncoder::forward_masked(const at::Tensor& x, const at::Ten
           : at::Tensor();
   at::Tensor out = x;
   for (const auto& layer : *layers) {
-    out = layer->as<TransformerEncoderLayerImpl>()->forward(out, attn_mask, key_padding_mask,
-                                                            pos_embs);
+    TransformerEncoderLayerImpl* l = layer->as<TransformerEncoderLayerImpl>();
+    out = nn::checkpointed(
+        [l, attn_mask, key_padding_mask, pos_embs](const at::Tensor& h) {
+          return l->forward(h, attn_mask, key_padding_mask, pos_embs);
+        },
+        out);
   }
   return norm->forward(out);
 }

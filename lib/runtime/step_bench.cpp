@@ -22,6 +22,7 @@
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
 #include "models/torch_save_reader.h"
+#include "nn/checkpoint.h"
 #include "runtime/peak_memory.h"
 #include "train/asr_task.h"
 #include "train/autocast.h"
@@ -173,6 +174,7 @@ BenchResult TrainStepBench::run(const StepSpec& spec, const BenchSettings& setti
         at::Tensor loss;
         {
           train::AutocastGuard autocast(s.device, precision);
+          const nn::ActivationCheckpointing checkpointing(s.config.activation_checkpointing);
           loss = s.task->forward(batch, true, 1, &generator, s.loss).loss;
         }
         s.stepper->backward(loss);

@@ -25,6 +25,10 @@ std::string string_or(const hparams::Hparams& hp, const std::string& key, const 
   const hparams::Value* v = given(hp, key);
   return v ? v->as_string() : fb;
 }
+bool bool_or(const hparams::Hparams& hp, const std::string& key, bool fallback) {
+  const hparams::Value* v = given(hp, key);
+  return v ? v->as_bool() : fallback;
+}
 const hparams::Value* first_of(const hparams::Hparams& hp,
                                std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
@@ -112,6 +116,7 @@ TrainConfig train_config_from(const hparams::Hparams& hp, bool language_model) {
   c.grad_accumulation_factor = int_or(hp, "grad_accumulation_factor", 1);
   c.max_grad_norm = double_or(hp, "max_grad_norm", 5.0);
   c.precision = string_or(hp, "precision", "fp32");
+  c.activation_checkpointing = bool_or(hp, "activation_checkpointing", false);
   c.sample_rate = static_cast<int>(int_or(hp, "sample_rate", 16000));
   c.num_workers = static_cast<int>(int_or(hp, "num_workers", 0));
   c.train_batching = batching_from(hp, first_of(hp, {"dynamic_batch_sampler_train"}),

@@ -34,6 +34,8 @@ struct TrainConfig {
   int64_t grad_accumulation_factor = 1;
   double max_grad_norm = 5.0;
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (the last two on CUDA only)
+  // Encoder layers keep only their inputs and run again in the backward (nn/checkpoint.h).
+  bool activation_checkpointing = false;
   int sample_rate = 16000;
   int num_workers = 0;
   BatchingConfig train_batching, valid_batching;

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "data/loader.h"
+#include "nn/checkpoint.h"
 #include "features/augment_interface.h"
 #include "text/scoring.h"
 #include "train/autocast.h"
@@ -49,6 +50,7 @@ int worker_count(int requested) {
 Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
     : hp_(hp), options_(std::move(options)), config_(train_config_from(hp)) {
   if (options_.ckpt_interval_steps >= 0) config_.ckpt_interval_steps = options_.ckpt_interval_steps;
+  if (options_.activation_checkpointing) config_.activation_checkpointing = true;
   if (options_.ckpt_interval_minutes >= 0) {
     config_.ckpt_interval_minutes = options_.ckpt_interval_minutes;
   }
@@ -242,6 +244,7 @@ void Trainer::train_batch(const AsrBatch& batch, int64_t epoch, size_t index) {
   at::Tensor loss;
   {
     AutocastGuard autocast(device_, config_.precision);
+    const nn::ActivationCheckpointing checkpointing(config_.activation_checkpointing);
     loss = task_->forward(batch, true, epoch, &generator, loss_options_).loss;
   }
   // Nothing is read back: the loss is summed on its device (a non-finite one is left out), and

@@ -34,6 +34,8 @@ struct TrainRunOptions {
   // Override the hparams' ckpt_interval_steps / ckpt_interval_minutes when >= 0.
   int64_t ckpt_interval_steps = -1;
   double ckpt_interval_minutes = -1.0;
+  // true: checkpoint the encoder layers' activations whatever the hparams say (--activation-checkpointing).
+  bool activation_checkpointing = false;
   // > 0: time the phases of the first N batches (train/step_profile.h), print the table and write
   // <output_folder>/profile.json (profile-rank<R>.json on other ranks), then train on.
   int64_t profile_steps = 0;
