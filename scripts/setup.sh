@@ -11,6 +11,7 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config git ca-certificates
   # libraries mamba-asr links
   libtorch-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libsndfile1-dev libsoxr-dev
+  libopus-dev libogg-dev
   libsentencepiece-dev sentencepiece
   # an optimized BLAS for LibTorch's matrix products (libblas.so.3 is otherwise the reference
   # implementation: training measured 4.6x slower with it); the OpenMP build shares LibTorch's

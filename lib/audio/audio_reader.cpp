@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
+#include "audio/ogg_opus.h"
 #include "audio/resample.h"
 #include "core/error.h"
 
@@ -135,8 +138,64 @@ AudioInfo probe(const Source& source) {
   return info;
 }
 
+// Averages the channels to mono (in double, so 8 channels lose nothing), refuses NaN/Inf, and
+// resamples to target_rate (<= 0: keep the file's rate).
+Audio to_mono(const std::string& path, const std::vector<float>& interleaved, int channels,
+              int sample_rate, int target_rate) {
+  const size_t frames = interleaved.size() / static_cast<size_t>(channels);
+  Audio audio;
+  audio.sample_rate = sample_rate;
+  audio.samples.resize(frames);
+  for (size_t i = 0; i < frames; ++i) {
+    double sum = 0.0;
+    for (int c = 0; c < channels; ++c) {
+      const float v = interleaved[i * channels + c];
+      if (!std::isfinite(v)) {
+        std::ostringstream reason;
+        reason << "sample " << i << " of channel " << c << " is " << v << "; audio must be finite";
+        fail(path, reason.str());
+      }
+      sum += v;
+    }
+    audio.samples[i] = static_cast<float>(sum / channels);
+  }
+  if (target_rate > 0 && target_rate != audio.sample_rate) {
+    audio.samples = resample(audio.samples, audio.sample_rate, target_rate);
+    if (audio.samples.empty()) {
+      fail(path, std::to_string(frames) + " samples at " + std::to_string(audio.sample_rate) +
+                     " Hz are less than one sample at " + std::to_string(target_rate) + " Hz");
+    }
+    audio.sample_rate = target_rate;
+  }
+  return audio;
+}
+
+// Ogg Opus with one stream goes through decode_ogg_opus (ogg_opus.h says why); nullopt for other
+// files, and for Opus files it leaves to libsndfile.
+std::optional<DecodedAudio> try_ogg_opus(const Source& source) {
+  char head[64];
+  if (source.bytes != nullptr) {
+    if (!looks_like_ogg_opus(source.bytes->data(), source.bytes->size())) return std::nullopt;
+    return decode_ogg_opus(*source.bytes);
+  }
+  std::ifstream in(source.name, std::ios::binary);
+  if (!in.read(head, sizeof(head)) || !looks_like_ogg_opus(head, sizeof(head))) {
+    return std::nullopt;
+  }
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return std::nullopt;
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) return std::nullopt;
+  return decode_ogg_opus(bytes);
+}
+
 Audio read(const Source& source, int target_rate) {
   const std::string& path = source.name;
+  if (std::optional<DecodedAudio> opus = try_ogg_opus(source)) {
+    return to_mono(path, opus->interleaved, opus->channels, opus->sample_rate, target_rate);
+  }
   SF_INFO sf{};
   SndfilePtr file = open_checked(source, sf);
   const int channels = sf.channels;
@@ -149,32 +208,7 @@ Audio read(const Source& source, int target_rate) {
     if (sf_error(file.get()) != SF_ERR_NO_ERROR) reason << " (" << sf_strerror(file.get()) << ")";
     fail(path, reason.str());
   }
-  Audio audio;
-  audio.sample_rate = sf.samplerate;
-  audio.samples.resize(static_cast<size_t>(frames));
-  for (sf_count_t i = 0; i < frames; ++i) {
-    // Average the channels (in double, so 8 channels lose nothing).
-    double sum = 0.0;
-    for (int c = 0; c < channels; ++c) {
-      const float v = interleaved[static_cast<size_t>(i) * channels + c];
-      if (!std::isfinite(v)) {
-        std::ostringstream reason;
-        reason << "sample " << i << " of channel " << c << " is " << v << "; audio must be finite";
-        fail(path, reason.str());
-      }
-      sum += v;
-    }
-    audio.samples[static_cast<size_t>(i)] = static_cast<float>(sum / channels);
-  }
-  if (target_rate > 0 && target_rate != audio.sample_rate) {
-    audio.samples = resample(audio.samples, audio.sample_rate, target_rate);
-    if (audio.samples.empty()) {
-      fail(path, std::to_string(frames) + " samples at " + std::to_string(audio.sample_rate) +
-                     " Hz are less than one sample at " + std::to_string(target_rate) + " Hz");
-    }
-    audio.sample_rate = target_rate;
-  }
-  return audio;
+  return to_mono(path, interleaved, channels, sf.samplerate, target_rate);
 }
 
 }  // namespace
