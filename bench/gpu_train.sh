@@ -16,6 +16,7 @@
 #   ddp       the same on two GPUs (--nproc 2)
 #   stepshape bench train-step at the real batches' shape (96 x 4.3 s)
 #   loader    bench loader on .benchdata's Opus files, 1-16 workers
+#   ckpt      the ConMamba-L S2S step with and without --activation-checkpointing
 #   trace     a Kineto trace of 3 ConMamba-L S2S bf16 steps, summarized by kernel
 #
 # Needs: .devdeps (../shared/device/prepare.sh), .ref (../shared/pyref/stage.sh) and, for epoch
@@ -64,9 +65,9 @@ stage_cudatests() {
   grep -B4 -A14 'FAILED' "$OUT/cudatests.log" | head -120
 }
 
-ours_step() {  # name hparams precision batch seconds
+ours_step() {  # name hparams precision batch seconds [extra]
   CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-step --hparams "$2" --precision "$3" \
-    --batch "$4" --seconds "$5" --warmup 3 --repeat 20 --profile --json \
+    --batch "$4" --seconds "$5" --warmup 3 --repeat 20 --profile --json "${@:6}" \
     > "$OUT/$1.json" 2> "$OUT/$1.err"
   summary "ours $1: $(our_result "$OUT/$1.json")"
 }
@@ -151,8 +152,11 @@ if v:
 PY
 }
 
-stage_loader() {
-  "$BIN" bench loader --input .benchdata/train.csv --workers 1,2,4,8,16 --warmup 1 --repeat 3 \
+stage_loader() {  # a 4x listing, so that 16 workers reach a steady state
+  awk -F, 'NR==1{print;next}{for(i=0;i<4;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
+    .benchdata/train.csv > /tmp/train4.csv
+  sed -i "s|\$data_root|$PWD/.benchdata|" /tmp/train4.csv
+  "$BIN" bench loader --input /tmp/train4.csv --workers 1,4,8,12,16 --warmup 1 --repeat 3 \
     > "$OUT/loader.txt" 2> "$OUT/loader.err"
   tee -a "$OUT/summary.txt" < "$OUT/loader.txt"
 }
@@ -185,6 +189,14 @@ for s in j['sync_sites']: print(s['count'], s['site'].replace(chr(10), ' | ')[:6
 stage_stepshape() {  # the synthetic step at the real epoch's batch shape (~100 x 4 s)
   ours_step ours-s2s-L-b96x4s hparams/S2S/conmamba_large.yaml bf16 96 4.3
   grep -A20 'train-step profile' "$OUT/ours-s2s-L-b96x4s.err" | tee -a "$OUT/summary.txt"
+}
+
+stage_ckpt() {  # activation checkpointing: its cost and its memory, against the plain step
+  ours_step ours-s2s-L-plain hparams/S2S/conmamba_large.yaml bf16 16 30
+  { cat hparams/S2S/conmamba_large.yaml; echo "activation_checkpointing: True"; } > hparams/S2S/.ckpt.yaml
+  ours_step ours-s2s-L-ckpt hparams/S2S/.ckpt.yaml bf16 16 30
+  rm -f hparams/S2S/.ckpt.yaml
+  grep -A16 'train-step profile' "$OUT/ours-s2s-L-ckpt.err" | tee -a "$OUT/summary.txt"
 }
 
 stage_epoch() { CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu 1; }
