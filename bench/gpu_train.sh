@@ -15,12 +15,14 @@
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
 #   stepshape bench train-step at the real batches' shape (96 x 4.3 s)
+#   epochlong, ddplong, stepshapelong: the same on .benchdata/train_long.csv (utterances of
+#             LibriSpeech-like length, 16 s on average: bench/make_benchdata.sh) and its shape
 #   loader    bench loader on .benchdata's Opus files, 1-16 workers
 #   ckpt      the ConMamba-L S2S step with and without --activation-checkpointing
 #   trace     a Kineto trace of 3 ConMamba-L S2S bf16 steps, summarized by kernel
 #
 # Needs: .devdeps (../shared/device/prepare.sh), .ref (../shared/pyref/stage.sh) and, for epoch
-# and ddp, .benchdata/{opus/,train.csv,valid.csv} (bench/make_benchdata.sh); name them in carry.
+# and ddp, .benchdata/{opus/,train.csv,valid.csv} and train_long.csv (bench/make_benchdata.sh); name them in carry.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
@@ -124,7 +126,7 @@ PY
 make_csvs() {  # copies: the 16x (or more) listing of the training CSV under new IDs
   local data=$PWD/.benchdata copies=$1
   awk -F, -v k="$copies" 'NR==1{print;next}{for(i=0;i<k;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
-    .benchdata/train.csv > /tmp/train_rep.csv
+    .benchdata/${TRAIN_CSV:-train.csv} > /tmp/train_rep.csv
   cp .benchdata/valid.csv /tmp/valid.csv
   echo "$data"
 }
@@ -199,7 +201,14 @@ stage_ckpt() {  # activation checkpointing: its cost and its memory, against the
   grep -A16 'train-step profile' "$OUT/ours-s2s-L-ckpt.err" | tee -a "$OUT/summary.txt"
 }
 
+stage_stepshapelong() {  # the synthetic step at the joined corpus's batch shape (~30 x 16 s)
+  ours_step ours-s2s-L-b30x16s hparams/S2S/conmamba_large.yaml bf16 30 16.2
+  grep -A20 'train-step profile' "$OUT/ours-s2s-L-b30x16s.err" | tee -a "$OUT/summary.txt"
+}
+
 stage_epoch() { CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu 1; }
+stage_epochlong() { TRAIN_CSV=train_long.csv CUDA_VISIBLE_DEVICES=0 train_run epochlong-1gpu 1; }
+stage_ddplong() { TRAIN_CSV=train_long.csv CUDA_VISIBLE_DEVICES=0,1 train_run epochlong-2gpu 2 --nproc 2; }
 stage_epochomp() { OMP_NUM_THREADS=16 CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu-omp16 1; }
 stage_ddp() { CUDA_VISIBLE_DEVICES=0,1 train_run epoch-2gpu 2 --nproc 2; }
 

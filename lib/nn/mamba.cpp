@@ -140,7 +140,10 @@ ops::ScanDirection MambaImpl::time_major_direction(const at::Tensor& x, const at
   const auto parts = x_dbl.split({dt_rank, d_state, d_state}, 0);
   ops::ScanDirection s;
   s.u = u;
-  s.delta = batch_view(at::mm(dtp->weight, parts[0]), batch, time);  // bias added in the scan
+  // delta = dt_proj(parts[0]) stays factored: the scan forms it (bias added there) and forms it
+  // again in its backward pass instead of keeping a (B, d_inner, T) tensor per direction.
+  s.delta_low = parts[0];
+  s.delta_weight = dtp->weight;
   s.B = batch_view(parts[1], batch, time);
   s.C = batch_view(parts[2], batch, time);
   s.A = -torch::exp(a_log.to(torch::kFloat));
@@ -169,7 +172,8 @@ at::Tensor MambaImpl::forward_time_major(const at::Tensor& hidden, const at::Ten
   } else {
     ops::ScanOptions options;
     options.delta_softplus = true;
-    y = ops::selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lens, options);
+    y = ops::selective_scan(f.u, ops::delta_of(f), f.A, f.B, f.C, f.D, z, f.delta_bias, lens,
+                            options);
   }
   // (B * T, d_model) = y^T out_proj^T; the matrix product reads the time-major y in place.
   const at::Tensor rows = matrix_view(y).t();

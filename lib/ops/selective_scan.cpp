@@ -257,24 +257,66 @@ at::Tensor selective_scan(const at::Tensor& u, const at::Tensor& delta, const at
                                       options.output_scale);
 }
 
+namespace {
+
+// delta_weight (channels, R) and delta_low (R, batch * time) for u (batch, channels, time).
+void check_low_rank(const ScanDirection& s) {
+  const int64_t batch = s.u.size(0), channels = s.u.size(1), time = s.u.size(2);
+  const at::Tensor& low = s.delta_low;
+  const at::Tensor& weight = s.delta_weight;
+  if (!weight.defined() || weight.dim() != 2 || low.dim() != 2 || weight.size(0) != channels ||
+      weight.size(1) != low.size(0) || low.size(1) != batch * time) {
+    throw_input_error("selective_scan: a low-rank delta needs delta_weight (" +
+                      std::to_string(channels) + ", R) and delta_low (R, " +
+                      std::to_string(batch * time) + "), got " +
+                      (weight.defined() ? shape_of(weight) : std::string("none")) + " and " +
+                      shape_of(low));
+  }
+}
+
+}  // namespace
+
+at::Tensor delta_of(const ScanDirection& s) {
+  if (s.delta.defined() || !s.delta_low.defined()) return s.delta;
+  check_low_rank(s);
+  const int64_t batch = s.u.size(0), channels = s.u.size(1), time = s.u.size(2);
+  return at::mm(s.delta_weight.to(s.delta_low.scalar_type()), s.delta_low)
+      .view({channels, batch, time})
+      .permute({1, 0, 2});
+}
+
 std::pair<at::Tensor, at::Tensor> selective_scan_bidirectional(const ScanDirection& f,
                                                                const ScanDirection& r,
                                                                const at::Tensor& z,
                                                                const at::Tensor& lengths,
                                                                bool delta_softplus,
                                                                double output_scale) {
-  check_arguments(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lengths);
-  check_arguments(r.u, r.delta, r.A, r.B, r.C, r.D, z, r.delta_bias, lengths);
   ScanOptions forward, reverse;
   forward.delta_softplus = reverse.delta_softplus = delta_softplus;
   forward.output_scale = reverse.output_scale = output_scale;
   reverse.reverse = true;
-  if (cuda_scan_supports(f.u, f.A) && cuda_scan_supports(r.u, r.A) &&
-      f.u.scalar_type() == r.u.scalar_type() && f.A.size(1) == r.A.size(1)) {
+  const bool cuda = cuda_scan_supports(f.u, f.A) && cuda_scan_supports(r.u, r.A) &&
+                    f.u.scalar_type() == r.u.scalar_type() && f.A.size(1) == r.A.size(1);
+  if (cuda && f.delta_low.defined() && r.delta_low.defined()) {
+    // The factors stay factors (the CUDA Function recomputes delta in its backward pass);
+    // everything else is checked against u's shape.
+    for (const ScanDirection* s : {&f, &r}) {
+      check_low_rank(*s);
+      check_arguments(s->u, s->u, s->A, s->B, s->C, s->D, z, s->delta_bias, lengths);
+    }
     return selective_scan_cuda_bidirectional(f, r, z, lengths, delta_softplus, output_scale);
   }
-  return {selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lengths, forward),
-          selective_scan(r.u, r.delta, r.A, r.B, r.C, r.D, z, r.delta_bias, lengths, reverse)};
+  const at::Tensor df = delta_of(f), dr = delta_of(r);
+  check_arguments(f.u, df, f.A, f.B, f.C, f.D, z, f.delta_bias, lengths);
+  check_arguments(r.u, dr, r.A, r.B, r.C, r.D, z, r.delta_bias, lengths);
+  if (cuda) {
+    ScanDirection f1 = f, r1 = r;
+    f1.delta = df, r1.delta = dr;
+    f1.delta_low = f1.delta_weight = r1.delta_low = r1.delta_weight = at::Tensor();
+    return selective_scan_cuda_bidirectional(f1, r1, z, lengths, delta_softplus, output_scale);
+  }
+  return {selective_scan(f.u, df, f.A, f.B, f.C, f.D, z, f.delta_bias, lengths, forward),
+          selective_scan(r.u, dr, r.A, r.B, r.C, r.D, z, r.delta_bias, lengths, reverse)};
 }
 
 }  // namespace masr::ops

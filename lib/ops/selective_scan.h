@@ -39,7 +39,16 @@ at::Tensor selective_scan(const at::Tensor& u, const at::Tensor& delta, const at
 // backward; elsewhere they are two selective_scan calls (the definition the tests compare with).
 struct ScanDirection {
   at::Tensor u, delta, A, B, C, D, delta_bias;  // as selective_scan's (D, delta_bias optional)
+  // Instead of delta, its low-rank factors (Mamba's dt_proj): delta = delta_weight @ delta_low,
+  // delta_weight (channels, R), delta_low (R, batch * time) with column b * time + t for frame t
+  // of utterance b. The CUDA scan then keeps only the factors for the backward pass and
+  // recomputes delta there (as mamba_ssm's checkpoint level 1 does), which saves a
+  // (batch, channels, time) tensor per direction and layer of training memory.
+  at::Tensor delta_low, delta_weight;
 };
+// delta as a (batch, channels, time) tensor: `delta`, or the product of the low-rank factors (a
+// view of a (channels, batch * time) matrix).
+at::Tensor delta_of(const ScanDirection& s);
 // Both outputs are multiplied by output_scale (ScanOptions::output_scale).
 std::pair<at::Tensor, at::Tensor> selective_scan_bidirectional(const ScanDirection& forward,
                                                                const ScanDirection& reverse,

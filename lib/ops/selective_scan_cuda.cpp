@@ -135,7 +135,7 @@ class SelectiveScanCudaFunction : public torch::autograd::Function<SelectiveScan
     const at::Tensor bias = bias_opt.value_or(at::Tensor());
     const at::Tensor lengths = lengths_opt.value_or(at::Tensor());
     const CudaScanInputs in = prepare_cuda_scan(u, delta, A, B, C, D, z, bias, lengths, options);
-    // Only the inputs and the states every 16 steps are kept (B*D*N*L/16 floats).
+    // Only the inputs and the states every 32 steps are kept (B*D*N*L/32 floats).
     const CudaScanForward f = cuda_scan_forward(in, /*keep_checkpoints=*/true);
     ctx->save_for_backward({u, delta, A, B, C, D, z, bias, lengths});
     ctx->saved_data["checkpoints"] = f.checkpoints;
@@ -164,8 +164,18 @@ class SelectiveScanCudaFunction : public torch::autograd::Function<SelectiveScan
   }
 };
 
+// delta (batch, channels, time) = weight @ low for a low-rank delta (ScanDirection::delta_low),
+// in low's dtype; a view of the (channels, batch * time) product.
+at::Tensor low_rank_product(const at::Tensor& low, const at::Tensor& weight, const at::Tensor& u) {
+  return at::mm(weight.to(low.scalar_type()), low)
+      .view({u.size(1), u.size(0), u.size(2)})
+      .permute({1, 0, 2});
+}
+
 // BiMamba's directions: inputs 0-6 the forward direction's u, delta, A, B, C, D, delta_bias,
-// 7-13 the reverse one's, then the shared z and lengths.
+// 7-13 the reverse one's, then the shared z and lengths, then each direction's delta weight.
+// With a delta weight, that direction's delta input is delta_low (ScanDirection): the product is
+// formed for the kernels and formed again in backward, so only the factors are kept.
 class BidirectionalScanCudaFunction
     : public torch::autograd::Function<BidirectionalScanCudaFunction> {
  public:
@@ -177,13 +187,15 @@ class BidirectionalScanCudaFunction
                                const at::Tensor& Cr, const c10::optional<at::Tensor>& Dr,
                                const c10::optional<at::Tensor>& biasr,
                                const c10::optional<at::Tensor>& z_opt,
-                               const c10::optional<at::Tensor>& lengths_opt, bool softplus,
+                               const c10::optional<at::Tensor>& lengths_opt,
+                               const c10::optional<at::Tensor>& weight_f,
+                               const c10::optional<at::Tensor>& weight_r, bool softplus,
                                double scale) {
     const at::Tensor none;
     const at::Tensor z = z_opt.value_or(none), lengths = lengths_opt.value_or(none);
     const variable_list saved = {uf, df, Af, Bf, Cf, Df.value_or(none), biasf.value_or(none),
                                  ur, dr, Ar, Br, Cr, Dr.value_or(none), biasr.value_or(none),
-                                 z, lengths};
+                                 z, lengths, weight_f.value_or(none), weight_r.value_or(none)};
     const auto [first, second] = inputs_of(saved, softplus, scale);
     const auto [f, r] = cuda_scan_forward2(first, second, /*keep_checkpoints=*/true);
     ctx->save_for_backward(saved);
@@ -202,12 +214,15 @@ class BidirectionalScanCudaFunction
         first, ctx->saved_data["checkpoints_f"].toTensor(), grad_outputs[0], second,
         ctx->saved_data["checkpoints_r"].toTensor(), grad_outputs[1]);
     const at::Tensor dz = gf.dz.defined() ? gf.dz + gr.dz : at::Tensor();
-    return {grad_like(gf.du, s[0]),     grad_like(gf.ddelta, s[1]), grad_like(gf.dA, s[2]),
+    const auto [dlow_f, dweight_f] = delta_grads(gf.ddelta, s[1], s[16]);
+    const auto [dlow_r, dweight_r] = delta_grads(gr.ddelta, s[8], s[17]);
+    return {grad_like(gf.du, s[0]),     dlow_f,                     grad_like(gf.dA, s[2]),
             grad_like(gf.dB, s[3]),     grad_like(gf.dC, s[4]),     grad_like(gf.dD, s[5]),
-            grad_like(gf.dbias, s[6]),  grad_like(gr.du, s[7]),     grad_like(gr.ddelta, s[8]),
+            grad_like(gf.dbias, s[6]),  grad_like(gr.du, s[7]),     dlow_r,
             grad_like(gr.dA, s[9]),     grad_like(gr.dB, s[10]),    grad_like(gr.dC, s[11]),
             grad_like(gr.dD, s[12]),    grad_like(gr.dbias, s[13]), grad_like(dz, s[14]),
-            at::Tensor(),               at::Tensor(),               at::Tensor()};
+            at::Tensor(),               dweight_f,                  dweight_r,
+            at::Tensor(),               at::Tensor()};
   }
 
  private:
@@ -217,9 +232,23 @@ class BidirectionalScanCudaFunction
     forward.delta_softplus = reverse.delta_softplus = softplus;
     forward.output_scale = reverse.output_scale = scale;
     reverse.reverse = true;
-    return {prepare_cuda_scan(s[0], s[1], s[2], s[3], s[4], s[5], s[14], s[6], s[15], forward),
-            prepare_cuda_scan(s[7], s[8], s[9], s[10], s[11], s[12], s[14], s[13], s[15],
+    const at::Tensor df = s[16].defined() ? low_rank_product(s[1], s[16], s[0]) : s[1];
+    const at::Tensor dr = s[17].defined() ? low_rank_product(s[8], s[17], s[7]) : s[8];
+    return {prepare_cuda_scan(s[0], df, s[2], s[3], s[4], s[5], s[14], s[6], s[15], forward),
+            prepare_cuda_scan(s[7], dr, s[9], s[10], s[11], s[12], s[14], s[13], s[15],
                               reverse)};
+  }
+
+  // The gradients of delta's input: for a low-rank delta, those of delta_low and the weight
+  // (ddelta is laid out as the product was: a (channels, batch * time) matrix, permuted).
+  static std::pair<at::Tensor, at::Tensor> delta_grads(const at::Tensor& ddelta,
+                                                       const at::Tensor& delta_input,
+                                                       const at::Tensor& weight) {
+    if (!weight.defined()) return {grad_like(ddelta, delta_input), at::Tensor()};
+    const at::Tensor m =
+        ddelta.to(delta_input.scalar_type()).permute({1, 0, 2}).reshape({ddelta.size(1), -1});
+    const at::Tensor w = weight.to(delta_input.scalar_type());
+    return {at::mm(w.t(), m), at::mm(m, delta_input.t()).to(weight.scalar_type())};
   }
 };
 
@@ -383,10 +412,14 @@ std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDi
                                                                     const at::Tensor& lengths,
                                                                     bool delta_softplus,
                                                                     double output_scale) {
+  // A low-rank delta goes in as its factors (both directions alike: the caller checked that).
+  const bool low_rank = f.delta_low.defined();
   const variable_list out = BidirectionalScanCudaFunction::apply(
-      f.u, f.delta, f.A, f.B, f.C, optional_tensor(f.D), optional_tensor(f.delta_bias), r.u,
-      r.delta, r.A, r.B, r.C, optional_tensor(r.D), optional_tensor(r.delta_bias),
-      optional_tensor(z), optional_tensor(lengths), delta_softplus, output_scale);
+      f.u, low_rank ? f.delta_low : f.delta, f.A, f.B, f.C, optional_tensor(f.D),
+      optional_tensor(f.delta_bias), r.u, low_rank ? r.delta_low : r.delta, r.A, r.B, r.C,
+      optional_tensor(r.D), optional_tensor(r.delta_bias), optional_tensor(z),
+      optional_tensor(lengths), optional_tensor(low_rank ? f.delta_weight : at::Tensor()),
+      optional_tensor(low_rank ? r.delta_weight : at::Tensor()), delta_softplus, output_scale);
   return {out[0], out[1]};
 }
 

@@ -41,7 +41,7 @@ CudaScanInputs prepare_cuda_scan(const at::Tensor& u, const at::Tensor& delta, c
                                  const at::Tensor& z, const at::Tensor& delta_bias,
                                  const at::Tensor& lengths, const ScanOptions& options);
 
-// Forward pass; with keep_checkpoints, also the states every 16 steps that backward needs.
+// Forward pass; with keep_checkpoints, also the states every 32 steps that backward needs.
 struct CudaScanForward {
   at::Tensor out, checkpoints;
 };

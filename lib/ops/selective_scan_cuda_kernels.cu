@@ -6,7 +6,8 @@
 // memory, each warp runs the recurrence of its 4 states for its 32 channels in registers, and the
 // per-frame sums over states and the z gating are done by the whole block. Padding frames get
 // delta = 0 (decay 1, no input), so they never touch the state. The backward pass walks chunks
-// last to first from the forward's checkpoints and reduces dB/dC over channels without atomics
+// last to first from the forward's checkpoints (the state after every second chunk; the state
+// before an even chunk is recomputed from the one before it) and reduces dB/dC over channels without atomics
 // (warp shuffles, then one partial per block, then a fixed-order sum): results are bitwise
 // reproducible.
 #include <cuda_bf16.h>
@@ -18,7 +19,12 @@
 namespace masr::ops::cuda {
 namespace {
 
-constexpr int kChunk = 16;  // steps per chunk; also the checkpoint interval
+constexpr int kChunk = 16;  // steps per chunk
+// The forward keeps the state after chunks 0, 2, 4, ... (every 2 * kChunk steps): half the
+// memory of one per chunk (for ConMamba-L at 16 x 30 s, 590 MB of a training step's activations),
+// for one extra chunk recurrence per two chunks in the backward pass.
+constexpr int kCheckpointChunks = 2;
+static_assert(kCheckpointChunks == 2, "scan_backward_body recomputes one unkept state per chunk");
 constexpr int kRows = 32;   // channels per block (one per lane)
 constexpr int kStates = 4;  // states per thread
 constexpr int kMaxWarps = 16;
@@ -213,10 +219,15 @@ __device__ __forceinline__ void load_A(const ScanParams& p, int64_t d, int w, fl
   }
 }
 
+__host__ __device__ __forceinline__ int64_t checkpoint_slots(int64_t time) {
+  const int64_t chunks = (time + kChunk - 1) / kChunk;
+  return (chunks + kCheckpointChunks - 1) / kCheckpointChunks;
+}
+
+// Where the state after chunk c (c a multiple of kCheckpointChunks) is kept.
 __device__ __forceinline__ int64_t checkpoint_index(const ScanParams& p, int64_t b, int c, int n,
                                                     int64_t d) {
-  const int64_t chunks = (p.time + kChunk - 1) / kChunk;
-  return ((b * chunks + c) * p.state + n) * p.channels + d;
+  return ((b * checkpoint_slots(p.time) + c / kCheckpointChunks) * p.state + n) * p.channels + d;
 }
 
 // Zeros frames [len, time) of rows d0..d0+31 of utterance b in x (laid out as xs says).
@@ -269,7 +280,7 @@ __device__ __forceinline__ void scan_forward_body(const ScanParams& p, const Sca
       }
       s.yp[k][w][lane] = y;
     }
-    if (io.checkpoints != nullptr && d < Dn) {
+    if (io.checkpoints != nullptr && d < Dn && c % kCheckpointChunks == 0) {
 #pragma unroll
       for (int i = 0; i < kStates; ++i) {
         const int n = w * kStates + i;
@@ -330,7 +341,13 @@ __device__ __forceinline__ float warp_sum8(const float (&v)[8], int lane) {
   return r;
 }
 
-// The state at the start of chunk c (the checkpoint after chunk c - 1; zeros for c = 0).
+// Whether the state at the start of chunk c was kept (or is the zero state, c = 0).
+__device__ __forceinline__ bool start_state_kept(int c) {
+  return c == 0 || (c - 1) % kCheckpointChunks == 0;
+}
+
+// The state at the start of chunk c where start_state_kept(c): the checkpoint after chunk c - 1,
+// or zeros for c = 0.
 __device__ __forceinline__ void load_start_state(const ScanParams& p, const float* checkpoints,
                                                  int64_t b, int64_t d, int c, float* h0) {
   const int w = threadIdx.x >> 5;
@@ -340,6 +357,19 @@ __device__ __forceinline__ void load_start_state(const ScanParams& p, const floa
     h0[i] = (c > 0 && d < p.channels && n < p.state)
                 ? checkpoints[checkpoint_index(p, b, c - 1, n, d)]
                 : 0.f;
+  }
+}
+
+// Runs the staged chunk's recurrence on h (this thread's states), as the forward pass does.
+template <typename S>
+__device__ __forceinline__ void advance_chunk(const S& s, const float* A2, float* h) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < kChunk; ++k) {
+    const float dt = s.dt[k][lane], dtu = s.dtu[k][lane];
+    const float4 Bk = state_quad(s.B[k], w);
+#pragma unroll
+    for (int i = 0; i < kStates; ++i) h[i] = fmaf(exp2_approx(dt * A2[i]), h[i], dtu * quad_at(Bk, i));
   }
 }
 
@@ -439,8 +469,18 @@ __device__ __forceinline__ void scan_backward_body(const ScanParams& p, const Sc
   float h0_next[kStates];
   const int last = (len + kChunk - 1) / kChunk - 1;
   fetch_chunk<T, W>(p, dout, io.dout_s, b, d0, last, len, cur);
-  load_start_state(p, io.checkpoints, b, d, last, h0);
+  if (last >= 0 && start_state_kept(last)) load_start_state(p, io.checkpoints, b, d, last, h0);
   for (int c = last; c >= 0; --c) {
+    const bool fetched = !start_state_kept(c);
+    if (fetched) {
+      // The state before chunk c was not kept: run chunk c - 1 on the state kept before it.
+      fetch_chunk<T, W>(p, dout, io.dout_s, b, d0, c - 1, len, next);
+      stage_chunk<T, W>(p, next, nullptr, s.bias, s, d0, c - 1, len);
+      load_start_state(p, io.checkpoints, b, d, c - 1, h0);
+      __syncthreads();
+      advance_chunk(s, A2, h0);
+      __syncthreads();
+    }
     stage_chunk<T, W>(p, cur, nullptr, s.bias, s, d0, c, len);
 #pragma unroll
     for (int q = 0; q < ChunkRegs<T, W>::kPer; ++q) {
@@ -449,8 +489,8 @@ __device__ __forceinline__ void scan_backward_body(const ScanParams& p, const Sc
       s.z[k][j] = to_float(cur.z[q]);
     }
     __syncthreads();
-    fetch_chunk<T, W>(p, dout, io.dout_s, b, d0, c - 1, len, next);
-    load_start_state(p, io.checkpoints, b, d, c - 1, h0_next);
+    if (!fetched) fetch_chunk<T, W>(p, dout, io.dout_s, b, d0, c - 1, len, next);
+    if (c > 0 && start_state_kept(c - 1)) load_start_state(p, io.checkpoints, b, d, c - 1, h0_next);
     recompute_chunk<W>(s, A2, h0, hs);
     __syncthreads();
     gate_backward<T, W>(p, io, s, b, d0, c, len);
@@ -639,7 +679,7 @@ const char* error_text(cudaError_t err) {
 int scan_max_state() { return kMaxWarps * kStates; }
 
 int64_t scan_checkpoint_floats(const ScanParams& p) {
-  return p.batch * ((p.time + kChunk - 1) / kChunk) * p.state * p.channels;
+  return p.batch * checkpoint_slots(p.time) * p.state * p.channels;
 }
 
 int64_t scan_workspace_floats(const ScanParams& p) {

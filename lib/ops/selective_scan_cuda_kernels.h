@@ -40,7 +40,7 @@ struct ScanParams {
 };
 
 // out: (batch, channels, time) in dtype at out_s. checkpoints: null (inference) or
-// scan_checkpoint_floats() floats: the state every kScanChunk steps, read by scan_backward.
+// scan_checkpoint_floats() floats: the state every 32 steps, read by scan_backward.
 struct ScanForwardIO {
   void* out = nullptr;
   RowStrides out_s;

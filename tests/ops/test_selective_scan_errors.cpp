@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "ops/selective_scan.h"
 #include "scan_test_util.h"
 
 using masr::test::ScanCase;
@@ -73,4 +74,36 @@ TEST_CASE("selective_scan rejects non-floating inputs and bad lengths", "[scan]"
       {"lengths must be an integer tensor of shape (2)", "Float"});
   expect_error([](ScanInputSet& s) { s.lengths = torch::tensor({7}, at::kLong); },
                {"lengths must be an integer tensor of shape (2)"});
+}
+
+TEST_CASE("low-rank deltas: the product of the factors, and shape errors naming them", "[scan]") {
+  ScanCase c;  // batch 2, channels 3, time 7, state 4
+  ScanInputSet s = masr::test::random_scan_inputs(c, at::kFloat, 11);
+  masr::ops::ScanDirection d;
+  d.u = s.u, d.A = s.A, d.B = s.B, d.C = s.C, d.D = s.D, d.delta_bias = s.bias;
+  d.delta_low = torch::randn({2, c.batch * c.time});
+  d.delta_weight = torch::randn({c.channels, 2});
+  // delta[b, c, t] = sum_r weight[c, r] * low[r, b * time + t].
+  const at::Tensor delta = masr::ops::delta_of(d);
+  const at::Tensor want = torch::einsum("cr,rbt->bct", {d.delta_weight,
+                                                        d.delta_low.view({2, c.batch, c.time})});
+  CHECK(delta.sizes() == want.sizes());
+  CHECK(torch::allclose(delta, want, 1e-5, 1e-6));
+  // Through the bidirectional scan (the CPU runs the product): as with delta given outright.
+  masr::ops::ScanDirection plain = d;
+  plain.delta = want;
+  plain.delta_low = plain.delta_weight = at::Tensor();
+  const auto [yf, yr] = masr::ops::selective_scan_bidirectional(d, d, s.z, s.lengths);
+  const auto [pf, pr] = masr::ops::selective_scan_bidirectional(plain, plain, s.z, s.lengths);
+  CHECK(torch::allclose(yf, pf, 1e-5, 1e-6));
+  CHECK(torch::allclose(yr, pr, 1e-5, 1e-6));
+
+  d.delta_low = torch::randn({2, c.batch * c.time - 1});
+  try {
+    masr::ops::selective_scan_bidirectional(d, d, s.z, s.lengths);
+    FAIL("a delta_low of the wrong width was accepted");
+  } catch (const masr::Error& e) {
+    CHECK(e.kind() == masr::ErrorKind::kInput);
+    CHECK_THAT(e.what(), Catch::Contains("delta_low (R, 14)") && Catch::Contains("(2, 13)"));
+  }
 }
