@@ -61,20 +61,30 @@ class PrefetchScheduler {
 };
 
 // Yields, for each batch of the sampler, the items made by `make_item` from its rows, in the
-// batch's order. The manifest must outlive the loader. An exception thrown by `make_item` reaches
+// batch's order, or what `collate` makes of them (Out): collating in the workers keeps padding
+// and copying a batch off the consumer's thread, which in GPU training must keep the device fed.
+// The manifest must outlive the loader. An exception thrown by `make_item` reaches
 // the consumer unchanged, from next(), when the consumer arrives at that batch; the loader then
 // ends. Destroying the loader early stops the workers: each finishes the item it is making, and
 // the destructor returns once they have.
-template <typename Item>
+template <typename Item, typename Out = std::vector<Item>>
 class DataLoader {
  public:
   using ItemFn = std::function<Item(const ManifestRow&)>;
+  using CollateFn = std::function<Out(std::vector<Item>)>;
 
+  // Yields the items themselves (Out = std::vector<Item>).
   DataLoader(const Manifest& manifest, std::vector<Batch> batches, ItemFn make_item,
              LoaderOptions options = {})
+      : DataLoader(manifest, std::move(batches), std::move(make_item),
+                   [](std::vector<Item> items) { return Out(std::move(items)); }, options) {}
+
+  DataLoader(const Manifest& manifest, std::vector<Batch> batches, ItemFn make_item,
+             CollateFn collate, LoaderOptions options = {})
       : manifest_(manifest),
         batches_(std::move(batches)),
         make_item_(std::move(make_item)),
+        collate_(std::move(collate)),
         slots_(batches_.size()) {
     check_batches();
     if (options.num_workers > 0) {
@@ -92,8 +102,9 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  // The next batch's items, with its indices in `indices` if given; false after the last one.
-  bool next(std::vector<Item>& items, Batch* indices = nullptr) {
+  // The next batch (its items, or their collation), with its indices in `indices` if given;
+  // false after the last one.
+  bool next(Out& items, Batch* indices = nullptr) {
     if (next_ >= batches_.size() || failed_) return false;
     const size_t b = next_++;
     if (scheduler_) {
@@ -104,7 +115,7 @@ class DataLoader {
         throw;
       }
       items = std::move(slots_[b]);
-      slots_[b] = std::vector<Item>();
+      slots_[b] = Out();
       scheduler_->release(b);
     } else {
       try {
@@ -121,14 +132,15 @@ class DataLoader {
   size_t size() const { return batches_.size(); }
 
  private:
-  std::vector<Item> make(size_t b) const {
+  Out make(size_t b) const {
     std::vector<Item> items;
     items.reserve(batches_[b].size());
     for (size_t index : batches_[b]) {
-      if (cancelled_.load(std::memory_order_relaxed)) break;  // shutting down: batch discarded
+      // Shutting down: the batch is discarded.
+      if (cancelled_.load(std::memory_order_relaxed)) return Out();
       items.push_back(make_item_(manifest_.rows[index]));
     }
-    return items;
+    return collate_(std::move(items));
   }
 
   void check_batches() const;
@@ -136,7 +148,8 @@ class DataLoader {
   const Manifest& manifest_;
   std::vector<Batch> batches_;
   ItemFn make_item_;
-  std::vector<std::vector<Item>> slots_;  // slot b is written by one worker, read by the consumer
+  CollateFn collate_;
+  std::vector<Out> slots_;  // slot b is written by one worker, read by the consumer
   size_t next_ = 0;
   bool failed_ = false;
   std::atomic<bool> cancelled_{false};
@@ -146,8 +159,8 @@ class DataLoader {
 // Throws an input error if a batch refers past the manifest's rows.
 void check_batch_indices(const Manifest& manifest, const std::vector<Batch>& batches);
 
-template <typename Item>
-void DataLoader<Item>::check_batches() const {
+template <typename Item, typename Out>
+void DataLoader<Item, Out>::check_batches() const {
   check_batch_indices(manifest_, batches_);
 }
 

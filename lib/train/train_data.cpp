@@ -156,9 +156,9 @@ AsrBatch collate(std::vector<Utterance> items, int sample_rate, const TrainConfi
     b.ids.push_back(u.id);
     b.words.push_back(u.words);
     b.audio_seconds += static_cast<double>(u.samples.size()) / sample_rate;
+    // A view of the samples: pad_right copies them into the batch while `items` holds them.
     wavs.push_back(torch::from_blob(u.samples.data(), {static_cast<int64_t>(u.samples.size())},
-                                    torch::kFloat32)
-                       .clone());
+                                    torch::kFloat32));
     tokens.push_back(u.tokens);
     std::vector<int64_t> with_bos{config.bos_index};
     with_bos.insert(with_bos.end(), u.tokens.begin(), u.tokens.end());

@@ -150,13 +150,18 @@ bool Trainer::train_epoch(int64_t epoch) {
   task_->train(true);
   const UtteranceMaker maker(tokenizer_, config_.sample_rate, speed_perturb_of(hp_),
                              static_cast<uint64_t>(config_.seed));
-  data::DataLoader<Utterance> loader(
+  // Batches are padded in the loader's workers: on the trainer's thread that work (and its page
+  // faults) left a GPU idle between steps.
+  data::DataLoader<Utterance, AsrBatch> loader(
       train_set_,
       std::vector<data::Batch>(batches.begin() + static_cast<long>(start), batches.end()),
       [&maker, epoch](const data::ManifestRow& row) { return maker(row, true, epoch); },
+      [this](std::vector<Utterance> items) {
+        return collate(std::move(items), config_.sample_rate, config_);
+      },
       {worker_count(config_.num_workers), 2});
   progress_->start_epoch(epoch, config_.number_of_epochs, batches.size(), start);
-  std::vector<Utterance> items;
+  AsrBatch host_batch;
   std::optional<ActiveProfile> active;
   if (profiling()) active.emplace(profile_.get());
   for (size_t index = start;; ++index) {
@@ -165,8 +170,7 @@ bool Trainer::train_epoch(int64_t epoch) {
     } else {
       active.reset();  // the profiled batches are over: sync counting off
     }
-    if (!loader.next(items)) break;
-    const AsrBatch host_batch = collate(std::move(items), config_.sample_rate, config_);
+    if (!loader.next(host_batch)) break;
     profile_phase("host-to-device");
     const AsrBatch batch = host_batch.to(device_);
     train_batch(batch, epoch, index);
