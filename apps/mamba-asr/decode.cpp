@@ -40,8 +40,7 @@ struct DecodeOptions {
   std::string format = "text";
   std::string ref;
   bool wer_details = false;
-  int batch_size = 8;
-  double batch_seconds = 0.0;  // padded audio per batch; 0: batch_size alone decides
+  decode::TranscribeOptions transcribe;  // batching, chunking of long files, read-ahead
   int beam = 10;
   std::string arpa;
   std::string lm;  // a model.masr of type "lm" (mamba-asr train hparams/LM/...)
@@ -71,22 +70,31 @@ std::string render(const decode::Transcript& t, const DecodeOptions& o, int& cue
   return decode::format_text(t);
 }
 
-void report_wer(const std::vector<data::ManifestRow>& rows,
-                const std::vector<std::unique_ptr<decode::Transcript>>& results,
-                const std::map<std::string, std::string>& refs, bool details) {
-  text::ErrorRateStats wer, cer(true);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (!results[i]) continue;
-    const auto it = refs.find(rows[i].id);
-    const std::string ref = it != refs.end() ? it->second : rows[i].wrd;
-    if (it == refs.end() && rows[i].wrd.empty()) continue;
-    const auto& u = wer.append_text(rows[i].id, ref, results[i]->text);
-    cer.append_text(rows[i].id, ref, results[i]->text);
-    if (details) std::cerr << rows[i].id << "\n" << text::format_alignment(u) << "\n";
+// WER and CER of the transcripts that have a reference (--ref, a CSV's wrd, a Kaldi text),
+// accumulated as results arrive.
+class WerReport {
+ public:
+  WerReport(std::map<std::string, std::string> refs, bool details)
+      : refs_(std::move(refs)), details_(details) {}
+  void add(const data::ManifestRow& row, const decode::Transcript& t) {
+    const auto it = refs_.find(row.id);
+    if (it == refs_.end() && row.wrd.empty()) return;
+    const std::string& ref = it != refs_.end() ? it->second : row.wrd;
+    const auto& u = wer_.append_text(row.id, ref, t.text);
+    cer_.append_text(row.id, ref, t.text);
+    if (details_) std::cerr << row.id << "\n" << text::format_alignment(u) << "\n";
   }
-  if (wer.utterances().empty()) return;
-  std::cerr << wer.summarize().to_string("WER") << "\n" << cer.summarize().to_string("CER") << "\n";
-}
+  void print() const {
+    if (wer_.utterances().empty()) return;
+    std::cerr << wer_.summarize().to_string("WER") << "\n"
+              << cer_.summarize().to_string("CER") << "\n";
+  }
+
+ private:
+  std::map<std::string, std::string> refs_;
+  bool details_;
+  text::ErrorRateStats wer_, cer_{true};
+};
 
 // The LM file's model, checked to share the ASR model's tokens (fusion adds log-probabilities of
 // the same token ids, so the vocabularies must be the same pieces, not just the same size).
@@ -121,6 +129,7 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   }
   o.config.validate();
   o.subtitles.validate();
+  o.transcribe.validate();
   std::optional<audio::RawPcmFormat> raw_pcm;
   if (!o.raw_pcm.empty()) raw_pcm = audio::parse_raw_pcm_spec(o.raw_pcm);
   auto model = o.hparams.empty() ? decode::load_asr_model(o.model)
@@ -168,8 +177,8 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
     throw_input_error("decode: the inputs (" + named +
                       ") name no audio: an empty folder, list or CSV? Nothing to decode");
   }
-  const std::map<std::string, std::string> refs =
-      o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref);
+  WerReport wer(o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref),
+                o.wer_details);
   if ((o.format == "srt" || o.format == "vtt") && rows.size() > 1) {
     MASR_LOG_WARN(
         "--format %s of %zu inputs: each input's cues start at 0 s in one stream; "
@@ -179,29 +188,34 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   MASR_LOG_INFO("decoding %zu utterances with %s search on %s", rows.size(), search.c_str(),
                 device.str().c_str());
   const auto start = std::chrono::steady_clock::now();
-  decode::ReadAudio audio;
   decode::DecodeProgressDisplay progress(ProgressDisplay::detect(global.quiet));
-  const auto results = decode::transcribe_files(
-      recognizer, rows, {o.batch_size, o.batch_seconds}, o.config, audio, lm_scorer.get(),
-      [&progress](const decode::DecodeCounts& counts) { progress.update(counts); }, 0,
+  if (o.format == "vtt") std::cout << decode::kWebVttHeader;
+  int cue = 0;
+  size_t failed = 0;
+  double audio_seconds = 0.0;
+  // Each transcript is printed as soon as it and every input before it are decoded.
+  decode::transcribe_files(
+      recognizer, rows, o.transcribe, o.config,
+      [&](decode::FileResult&& r) {
+        audio_seconds += r.seconds;
+        if (!r.transcript) {
+          ++failed;
+          MASR_LOG_ERROR("skipping '%s': %s", rows[r.row].id.c_str(), r.error.c_str());
+          return;
+        }
+        std::cout << render(*r.transcript, o, cue) << std::flush;
+        wer.add(rows[r.row], *r.transcript);
+      },
+      lm_scorer.get(),
+      [&progress](const decode::DecodeCounts& counts) { progress.update(counts); },
       &inputs.audio);
   progress.finish();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (!audio.errors[i].empty())
-      MASR_LOG_ERROR("skipping '%s': %s", rows[i].id.c_str(), audio.errors[i].c_str());
-  }
-  const size_t failed = rows.size() - audio.readable.size();
-  if (o.format == "vtt") std::cout << decode::kWebVttHeader;
-  int cue = 0;
-  for (const auto& t : results)
-    if (t) std::cout << render(*t, o, cue);
-  std::cout.flush();
-  report_wer(rows, results, refs, o.wer_details);
-  if (audio.seconds > 0 && seconds > 0) {  // files to text: reading overlaps decoding
+  wer.print();
+  if (audio_seconds > 0 && seconds > 0) {  // files to text: reading overlaps decoding
     MASR_LOG_INFO("%.1f s of audio read and decoded in %.2f s: RTF %.4f, RTFx %.1f",
-                  audio.seconds, seconds, seconds / audio.seconds, audio.seconds / seconds);
+                  audio_seconds, seconds, seconds / audio_seconds, audio_seconds / seconds);
   }
   if (failed > 0) MASR_LOG_ERROR("%zu of %zu inputs could not be read", failed, rows.size());
   return failed > 0 ? static_cast<int>(ExitCode::kFailure) : 0;
@@ -268,15 +282,34 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       ->check(CLI::Range(0.1, 3600.0));
   cmd->add_option("--ref", o.ref, "Reference transcripts ('ID TEXT' lines) for WER");
   cmd->add_flag("--wer-details", o.wer_details, "Per-utterance alignments on stderr");
-  cmd->add_option("--batch-size", o.batch_size, "Utterances per batch (longest first)")
+  cmd->add_option("--batch-size", o.transcribe.batching.max_utterances, "Utterances per batch (longest first)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--batch-seconds", o.batch_seconds,
+  cmd->add_option("--batch-seconds", o.transcribe.batching.max_padded_seconds,
                   "At most this much audio per batch once padded to its longest utterance (0: no "
                   "limit). With a large --batch-size it keeps batches of mixed lengths from "
                   "wasting compute on padding, e.g. --batch-size 256 --batch-seconds 600 on a GPU")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--chunk-seconds", o.transcribe.chunking.chunk_seconds,
+                  "Files longer than this are decoded in overlapping windows of this many "
+                  "seconds, cut at pauses, so memory does not grow with their length (0: every "
+                  "file in one pass)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--chunk-overlap", o.transcribe.chunking.overlap_seconds,
+                  "Seconds of context on each side of a window whose frames come from the "
+                  "neighbouring window")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e5));
+  cmd->add_flag("!--chunk-context", o.transcribe.chunking.segments,
+                "Long files: search each window's kept frames as encoded with the overlap as "
+                "context, instead of encoding every stretch between two cuts again on its own "
+                "(faster: one encoder pass; docs/decode.md compares the two)");
+  cmd->add_option("--read-ahead", o.transcribe.read_ahead_batches,
+                  "Batches of audio read ahead of decoding")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--ctc-weight", o.config.s2s.ctc_weight, "s2s: CTC prefix score weight")
       ->capture_default_str();
   cmd->add_option("--temperature", o.config.decoder_temperature, "s2s: decoder temperature")

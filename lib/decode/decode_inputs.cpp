@@ -161,6 +161,15 @@ std::vector<float> InputAudio::read(const data::ManifestRow& row, int sample_rat
                  : audio::read_audio(row.wav, sample_rate).samples;
 }
 
+std::unique_ptr<SampleStream> InputAudio::open_stream(const data::ManifestRow& row,
+                                                     int sample_rate) const {
+  const bool from_stdin = stdin_bytes && row.wav == kStdinPath;
+  if (!from_stdin && !raw_pcm) {
+    if (auto stream = open_file_sample_stream(row.wav, sample_rate)) return stream;
+  }
+  return std::make_unique<MemorySampleStream>(read(row, sample_rate));
+}
+
 DecodeInputs gather_decode_inputs(const std::vector<std::string>& inputs,
                                   std::istream& stdin_stream,
                                   const data::Replacements& replacements,

@@ -13,6 +13,7 @@
 #include "audio/audio_reader.h"
 #include "audio/raw_pcm.h"
 #include "data/manifest.h"
+#include "decode/sample_stream.h"
 
 namespace masr::decode {
 
@@ -30,6 +31,9 @@ struct InputAudio {
   audio::AudioInfo probe(const data::ManifestRow& row) const;
   // Mono samples at `sample_rate`; the same errors.
   std::vector<float> read(const data::ManifestRow& row, int sample_rate) const;
+  // The same samples front to back in blocks: files libsndfile streams are read as they are
+  // decoded (memory independent of their length), anything else is read whole first.
+  std::unique_ptr<SampleStream> open_stream(const data::ManifestRow& row, int sample_rate) const;
 };
 
 inline constexpr const char* kStdinPath = "-";  // the wav of the utterance read from stdin
