@@ -15,7 +15,8 @@
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
 #   stepshape bench train-step at the real batches' shape (96 x 4.3 s)
-#   epochlong, ddplong, stepshapelong: the same on .benchdata/train_long.csv (utterances of
+#   epochlong, ddplong, stepshapelong (also at the corpus's 5 tokens/s), epochlongexp (with
+#             PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the same on .benchdata/train_long.csv (utterances of
 #             LibriSpeech-like length, 16 s on average: bench/make_benchdata.sh) and its shape
 #   loader    bench loader on .benchdata's Opus files, 1-16 workers
 #   ckpt      the ConMamba-L S2S step with and without --activation-checkpointing
@@ -139,7 +140,7 @@ train_run() {  # name nproc extra...
   "$BIN" --device cuda train hparams/S2S/conmamba_large.yaml --data_folder "$data" \
     --output_folder "$out" --train_csv /tmp/train_rep.csv --valid_csv /tmp/valid.csv \
     --number_of_epochs 1 --num_workers "${WORKERS:-6}" --precision bf16 --grad_accumulation_factor 1 \
-    --output_neurons 1000 --profile 30 "${@:3}" > "$OUT/$1.log" 2>&1
+    --output_neurons 1000 --profile "${PROFILE_STEPS:-30}" "${@:3}" > "$OUT/$1.log" 2>&1
   summary "$1: rc=$? wall $((SECONDS - t0)) s"
   cp "$out/log.jsonl" "$OUT/$1.log.jsonl" 2>/dev/null
   cp "$out/profile.json" "$OUT/$1.profile.json" 2>/dev/null
@@ -204,10 +205,17 @@ stage_ckpt() {  # activation checkpointing: its cost and its memory, against the
 stage_stepshapelong() {  # the synthetic step at the joined corpus's batch shape (~30 x 16 s)
   ours_step ours-s2s-L-b30x16s hparams/S2S/conmamba_large.yaml bf16 30 16.2
   grep -A20 'train-step profile' "$OUT/ours-s2s-L-b30x16s.err" | tee -a "$OUT/summary.txt"
+  # The joined corpus's transcripts: 5.0 unigram-1000 tokens per second (spm_encode count).
+  ours_step ours-s2s-L-b30x16s-5tok hparams/S2S/conmamba_large.yaml bf16 30 16.2 --tokens-per-second 5
+  grep -A20 'train-step profile' "$OUT/ours-s2s-L-b30x16s-5tok.err" | tee -a "$OUT/summary.txt"
 }
 
 stage_epoch() { CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu 1; }
 stage_epochlong() { TRAIN_CSV=train_long.csv CUDA_VISIBLE_DEVICES=0 train_run epochlong-1gpu 1; }
+stage_epochlongexp() {  # the caching allocator with expandable segments (variable batch shapes)
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True TRAIN_CSV=train_long.csv CUDA_VISIBLE_DEVICES=0 \
+    train_run epochlong-exp-1gpu 1
+}
 stage_ddplong() { TRAIN_CSV=train_long.csv CUDA_VISIBLE_DEVICES=0,1 train_run epochlong-2gpu 2 --nproc 2; }
 stage_epochomp() { OMP_NUM_THREADS=16 CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu-omp16 1; }
 stage_ddp() { CUDA_VISIBLE_DEVICES=0,1 train_run epoch-2gpu 2 --nproc 2; }

@@ -183,6 +183,10 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
                   "Length of the synthetic utterances of train-step, decode-rtf and --tune")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--tokens-per-second", options->settings.tokens_per_second,
+                  "Transcript tokens per audio second of train-step's synthetic batches (default: "
+                  "12 for character vocabularies, 3 for subword ones, about LibriSpeech's)")
+      ->check(CLI::Range(0.1, 100.0));
   cmd->add_option("--precision", options->settings.precision,
                   "train-step and decode-files precision on CUDA: fp32, bf16, fp16")
       ->capture_default_str()

@@ -20,6 +20,7 @@ struct BenchSettings {
   // benchmark's default), utterance length, device and training precision.
   std::vector<int64_t> batches;
   double seconds = 4.0;
+  double tokens_per_second = 0.0;  // train-step transcripts (0: LibriSpeech-like, StepSpec)
   std::string device = "cpu";
   std::string precision = "fp32";
   // train-step: time the step's phases (train/step_profile.h) over the timed repetitions; the

@@ -93,7 +93,7 @@ train::AsrBatch full_length_batch(const at::Tensor& wav, const at::Tensor& token
 train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t vocab, int64_t bos, int64_t eos,
                                 int sample_rate) {
   const int64_t samples = static_cast<int64_t>(spec.seconds * sample_rate);
-  const int64_t per_s = vocab <= 100 ? 12 : 3;
+  const double per_s = spec.tokens_per_second > 0 ? spec.tokens_per_second : vocab <= 100 ? 12 : 3;
   const int64_t u = std::max<int64_t>(1, static_cast<int64_t>(spec.seconds * per_s));
   return full_length_batch(
       torch::randn({spec.batch, samples}) * 0.1,
@@ -106,7 +106,12 @@ std::string shape_note(const StepSpec& spec) {
   std::snprintf(buf, sizeof(buf), "%s %s, batch %lld x %.1f s, %d threads", spec.device.c_str(),
                 spec.precision.c_str(), static_cast<long long>(spec.batch), spec.seconds,
                 at::get_num_threads());
-  return buf;
+  std::string note = buf;
+  if (spec.tokens_per_second > 0) {
+    std::snprintf(buf, sizeof(buf), ", %.1f tokens/s", spec.tokens_per_second);
+    note += buf;
+  }
+  return note;
 }
 
 }  // namespace
@@ -268,6 +273,7 @@ StepSpec spec_of(const BenchSettings& settings, int64_t batch, const std::string
   spec.precision = precision;
   spec.batch = batch;
   spec.seconds = settings.seconds;
+  spec.tokens_per_second = settings.tokens_per_second;
   return spec;
 }
 

@@ -23,6 +23,9 @@ struct StepSpec {
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (autocast on CUDA only)
   int64_t batch = 1;               // utterances
   double seconds = 4.0;            // length of each random utterance
+  // Tokens per second of each random transcript; 0: about LibriSpeech's (12 characters or 3
+  // subword units per second, by the vocabulary's size).
+  double tokens_per_second = 0.0;
 };
 
 // A model with its optimizer, ready to be stepped on synthetic batches.
