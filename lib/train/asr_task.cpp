@@ -83,6 +83,13 @@ AsrBatch AsrBatch::to(const at::Device& device) const {
   return b;
 }
 
+void AsrBatch::pin_host_memory() {
+  for (at::Tensor* t : {&wav, &wav_rel, &tokens, &tokens_rel, &tokens_bos, &tokens_eos,
+                        &tokens_eos_rel}) {
+    if (t->defined() && t->is_cpu()) *t = t->contiguous().pin_memory();
+  }
+}
+
 at::Tensor AsrBatch::wav_rel_on_host() const {
   return host_wav_rel.defined() ? host_wav_rel : wav_rel.cpu();
 }

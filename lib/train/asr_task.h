@@ -39,6 +39,9 @@ struct AsrBatch {
   // The batch on `device`: CPU-to-GPU copies go through pinned memory without stopping the host
   // (features/device_copy.h).
   AsrBatch to(const at::Device& device) const;
+  // The tensors in page-locked host memory (LibTorch with CUDA only), so that to() queues their
+  // copies to the GPU without first staging them on the calling thread.
+  void pin_host_memory();
   // host_wav_rel / host_tokens_rel, or CPU copies of wav_rel / tokens_rel when to() did not run.
   at::Tensor wav_rel_on_host() const;
   at::Tensor tokens_rel_on_host() const;

@@ -150,14 +150,16 @@ bool Trainer::train_epoch(int64_t epoch) {
   task_->train(true);
   const UtteranceMaker maker(tokenizer_, config_.sample_rate, speed_perturb_of(hp_),
                              static_cast<uint64_t>(config_.seed));
-  // Batches are padded in the loader's workers: on the trainer's thread that work (and its page
-  // faults) left a GPU idle between steps.
+  // Batches are padded, and for a GPU page-locked, in the loader's workers: on the trainer's
+  // thread that work (its page faults, the staging copy) left the GPU idle between steps.
   data::DataLoader<Utterance, AsrBatch> loader(
       train_set_,
       std::vector<data::Batch>(batches.begin() + static_cast<long>(start), batches.end()),
       [&maker, epoch](const data::ManifestRow& row) { return maker(row, true, epoch); },
       [this](std::vector<Utterance> items) {
-        return collate(std::move(items), config_.sample_rate, config_);
+        AsrBatch b = collate(std::move(items), config_.sample_rate, config_);
+        if (device_.is_cuda()) b.pin_host_memory();
+        return b;
       },
       {worker_count(config_.num_workers), 2});
   progress_->start_epoch(epoch, config_.number_of_epochs, batches.size(), start);
