@@ -176,6 +176,17 @@ masr::ops::ScanDirection direction_of(const ScanInputSet& s) {
   return d;
 }
 
+// The two outputs, then the gradients of sum(wf * yf) + sum(wr * yr) for `leaves`.
+std::vector<at::Tensor> outputs_and_grads(const at::Tensor& yf, const at::Tensor& yr,
+                                          const at::Tensor& wf, const at::Tensor& wr,
+                                          const std::vector<at::Tensor*>& leaves) {
+  ((yf.to(at::kFloat) * wf.to(at::kFloat)).sum() + (yr.to(at::kFloat) * wr.to(at::kFloat)).sum())
+      .backward();
+  std::vector<at::Tensor> out = {yf.detach(), yr.detach()};
+  for (at::Tensor* t : leaves) out.push_back(t->grad());
+  return out;
+}
+
 // Both directions through selective_scan_bidirectional: outputs, then the gradients of
 // sum(wf * yf) + sum(wr * yr) for the forward set's inputs, the reverse set's, and the shared z.
 std::vector<at::Tensor> bidirectional_run(ScanInputSet f, ScanInputSet r, const at::Tensor& wf,
@@ -187,11 +198,7 @@ std::vector<at::Tensor> bidirectional_run(ScanInputSet f, ScanInputSet r, const 
   r.z = f.z;
   const auto [yf, yr] =
       masr::ops::selective_scan_bidirectional(direction_of(f), direction_of(r), f.z, f.lengths);
-  ((yf.to(at::kFloat) * wf.to(at::kFloat)).sum() + (yr.to(at::kFloat) * wr.to(at::kFloat)).sum())
-      .backward();
-  std::vector<at::Tensor> out = {yf.detach(), yr.detach()};
-  for (at::Tensor* t : leaves) out.push_back(t->grad());
-  return out;
+  return outputs_and_grads(yf, yr, wf, wr, leaves);
 }
 
 }  // namespace
@@ -253,10 +260,7 @@ std::vector<at::Tensor> low_rank_run(ScanInputSet f, ScanInputSet r, at::Tensor 
     df.delta_low = df.delta_weight = dr.delta_low = dr.delta_weight = at::Tensor();
   }
   const auto [yf, yr] = masr::ops::selective_scan_bidirectional(df, dr, f.z, f.lengths);
-  ((yf.to(at::kFloat) * gf).sum() + (yr.to(at::kFloat) * gr).sum()).backward();
-  std::vector<at::Tensor> out = {yf.detach(), yr.detach()};
-  for (at::Tensor* t : leaves) out.push_back(t->grad());
-  return out;
+  return outputs_and_grads(yf, yr, gf, gr, leaves);
 }
 
 }  // namespace
