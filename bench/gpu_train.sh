@@ -10,7 +10,7 @@
 #   cudatests test_masr "[.cuda]" (needs BUILD_TESTS=1 at build)
 #   step      bench train-step --profile vs ref_train_step.py: ConMamba-L S2S bf16 16 x 30 s as
 #             A/B pairs (PAIRS, default 2), then ConMamba-S S2S and ConMamba-L CTC once each
-#   stepL     the ConMamba-L S2S pairs alone
+#   stepL     the ConMamba-L S2S pairs alone (stepSC: the other two models, one pair each)
 #   parity    fp32 losses of 20 steps from the reference's initial weights and batch, no dropout
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
@@ -88,6 +88,14 @@ stage_stepL() {
     ours_step "ours-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
   done
   grep -A40 'train-step profile' "$OUT/ours-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+}
+
+stage_stepSC() {  # ConMamba-S S2S and ConMamba-L CTC, one pair each
+  local L=.ref/mamba_asr/hparams
+  ref_step ref-s2s-S $L/S2S/conmamba_small.yaml 16 30
+  ours_step ours-s2s-S hparams/S2S/conmamba_small.yaml bf16 16 30
+  ref_step ref-ctc-L $L/CTC/conmamba_large.yaml 16 30
+  ours_step ours-ctc-L hparams/CTC/conmamba_large.yaml bf16 16 30
 }
 
 stage_step() {
