@@ -3,8 +3,10 @@
 #include "train/checkpointer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +41,20 @@ std::string meta_to_json(const CheckpointMeta& meta) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+// JSON has no NaN: nlohmann writes a non-finite metric (a diverged validation loss) as null, which
+// reads back as NaN, so such a checkpoint still resumes.
+std::map<std::string, double> number_map(const nlohmann::json& j) {
+  std::map<std::string, double> out;
+  for (const auto& [key, value] : j.items()) {
+    out[key] = value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+  }
+  return out;
+}
+
+}  // namespace
+
 CheckpointMeta meta_from_json(const std::string& text, const std::string& origin) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
@@ -48,8 +64,8 @@ CheckpointMeta meta_from_json(const std::string& text, const std::string& origin
     m.batch = j.at("batch").get<int64_t>();
     m.step = j.at("step").get<int64_t>();
     m.end_of_epoch = j.at("end_of_epoch").get<bool>();
-    m.metrics = j.at("metrics").get<std::map<std::string, double>>();
-    m.counters = j.at("counters").get<std::map<std::string, double>>();
+    m.metrics = number_map(j.at("metrics"));
+    m.counters = number_map(j.at("counters"));
     if (j.contains("checksums")) {
       m.checksums = j.at("checksums").get<std::map<std::string, std::string>>();
     }
@@ -140,7 +156,9 @@ std::vector<CheckpointInfo> Checkpointer::best(const RetentionPolicy& policy) co
                      if (policy.metric.empty()) return a.meta.serial > b.meta.serial;
                      const double x = a.meta.metrics.at(policy.metric);
                      const double y = b.meta.metrics.at(policy.metric);
-                     if (x != y) return policy.maximize ? x > y : x < y;
+                     // NaN (a diverged epoch) ranks last; it would otherwise break the ordering.
+                     if (std::isnan(x) != std::isnan(y)) return std::isnan(y);
+                     if (!std::isnan(x) && x != y) return policy.maximize ? x > y : x < y;
                      return a.meta.serial > b.meta.serial;
                    });
   if (static_cast<int64_t>(candidates.size()) > policy.keep) {

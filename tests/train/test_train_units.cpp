@@ -3,8 +3,10 @@
 // factories, checkpoint retention and atomicity, state averaging, curves, logs.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <torch/torch.h>
 
@@ -141,6 +143,26 @@ TEST_CASE("Checkpointer: atomic directories, retention by metric, newest kept", 
   CHECK_THROWS_WITH(meta_from_json("{\"serial\": 1}", "m.json"),
                     Catch::Contains("checkpoint meta 'm.json' is malformed"));
   CHECK_THROWS_WITH(read_file(dir.file("missing")), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("Checkpointer: a NaN metric (a diverged epoch) reads back and ranks last", "[train]") {
+  testing::TempDir dir("ckpt_nan");
+  Checkpointer c(dir.str());
+  RetentionPolicy policy;
+  policy.metric = "valid_loss";
+  policy.keep = 2;
+  for (double loss : {5.0, std::numeric_limits<double>::quiet_NaN(), 3.0}) {
+    CheckpointMeta m;
+    m.end_of_epoch = true;
+    m.metrics["valid_loss"] = loss;
+    c.save(m, {{"model.ckpt", "x"}});
+  }
+  const CheckpointMeta back = meta_from_json(meta_to_json(c.list()[1].meta), "m");
+  CHECK(std::isnan(back.metrics.at("valid_loss")));
+  const auto best = c.best(policy);
+  REQUIRE(best.size() == 2);
+  CHECK(best[0].meta.metrics.at("valid_loss") == 3.0);
+  CHECK(best[1].meta.metrics.at("valid_loss") == 5.0);
 }
 
 TEST_CASE("Checkpointer: a file whose bytes changed is refused before anything parses it",
