@@ -98,7 +98,7 @@ TrainOutcome LmTrainer::fit() {
     logger_->log_epoch(record);
     write_file_atomically(
         (fs::path(config_.output_folder) / "training_curves.svg").string(),
-        training_curves_svg(logger_->history(), hp_.source() + " (" + config_.output_folder + ")"));
+        run_curves_svg(logger_->history(), hp_.source(), config_.output_folder));
     std::string line =
         "epoch " + std::to_string(epoch) + ": train loss " + std::to_string(record.train_loss);
     for (const auto& [k, v] : metrics) line += ", " + k + " " + std::to_string(v);

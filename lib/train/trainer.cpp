@@ -361,9 +361,8 @@ RetentionPolicy Trainer::retention() const {
 }
 
 void Trainer::write_curves() const {
-  const std::string title = hp_.source() + " (" + config_.output_folder + ")";
   write_file_atomically((fs::path(config_.output_folder) / "training_curves.svg").string(),
-                        training_curves_svg(logger_->history(), title));
+                        run_curves_svg(logger_->history(), hp_.source(), config_.output_folder));
 }
 
 }  // namespace masr::train

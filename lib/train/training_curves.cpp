@@ -334,14 +334,8 @@ std::string training_curves_svg(const std::vector<EpochRecord>& history,
   return svg.str();
 }
 
-std::string training_curves_svg(const std::vector<EpochRecord>& history, const std::string& title) {
-  // The trainers' title: hp.source() + " (" + output_folder + ")".
-  const size_t open = title.rfind(" (");
-  if (open == std::string::npos || title.size() < open + 3 || title.back() != ')') {
-    return training_curves_svg(history, {}, cut_middle(title, 80));
-  }
-  const std::string hparams = title.substr(0, open);
-  const std::string folder = title.substr(open + 2, title.size() - open - 3);
+std::string run_curves_svg(const std::vector<EpochRecord>& history, const std::string& hparams,
+                           const std::string& folder) {
   std::vector<StepLoss> steps =
       read_step_losses((std::filesystem::path(folder) / "log.jsonl").string());
   if (!history.empty() && history.back().step > 0) {

@@ -33,9 +33,10 @@ std::string curves_title(const std::string& hparams_path, const std::string& run
 std::string training_curves_svg(const std::vector<EpochRecord>& history,
                                 const std::vector<StepLoss>& steps, const std::string& title);
 
-// As the trainers call it, with `title` "HPARAMS (RUN_FOLDER)": the title is shortened with
-// curves_title and the step losses are read from RUN_FOLDER/log.jsonl (steps past the last epoch
-// record are left out: they belong to an epoch not yet drawn). Any other title is only shortened.
-std::string training_curves_svg(const std::vector<EpochRecord>& history, const std::string& title);
+// A run's curves, as the trainers draw them: titled curves_title(hparams_path, run_folder), with
+// the step losses of RUN_FOLDER/log.jsonl (steps past the last epoch record are left out: they
+// belong to an epoch not yet drawn).
+std::string run_curves_svg(const std::vector<EpochRecord>& history, const std::string& hparams_path,
+                           const std::string& run_folder);
 
 }  // namespace masr::train

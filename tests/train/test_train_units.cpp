@@ -231,7 +231,7 @@ TEST_CASE("log.jsonl history and the SVG curves", "[train]") {
   CHECK(text.find(
             "epoch: 1, lr: 1.00e-03, steps: 10 - train loss: 2 - valid WER: 80, valid loss: 1.5") !=
         std::string::npos);
-  const std::string svg = training_curves_svg(history, "run");
+  const std::string svg = training_curves_svg(history, {}, "run");
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(svg.find("polyline") != std::string::npos);
   CHECK(svg.find("WER") != std::string::npos);

@@ -107,9 +107,9 @@ TEST_CASE("training curves: the trainers' title is shortened, steps read from lo
   REQUIRE(steps.size() == 5);
   CHECK(steps[4].step == 100);
   CHECK(steps[4].loss == 1.5);
-  // As trainer.cpp builds it: hparams source + " (" + output folder + ")".
+  // As the trainers draw it: the hparams file and the run folder.
   const std::string hparams = "/home/someone/projects/Mamba-ASR/hparams/CTC/conmamba_large.yaml";
-  const std::string svg = training_curves_svg(two_epochs(), hparams + " (" + run + ")");
+  const std::string svg = run_curves_svg(two_epochs(), hparams, run);
   check_balanced(svg);
   CHECK(title_of(svg) == "conmamba_large.yaml · …/conmamba_ctc/1986");
   CHECK(svg.find(dir.str()) == std::string::npos);  // no absolute path anywhere
@@ -131,8 +131,8 @@ TEST_CASE("curve titles fit", "[train][curves]") {
   CHECK(code_points == 40);
   CHECK(shortened.find("\xe2\x80\xa6") != std::string::npos);
   CHECK(shortened.substr(shortened.size() - 5) == "fffff");
-  // A title not in the trainers' form is only shortened.
-  const std::string svg = training_curves_svg({}, std::string(200, 'x'));
+  // A long file and folder give a title of at most 80 code points.
+  const std::string svg = run_curves_svg({}, std::string(200, 'x') + ".yaml", "/r/un");
   check_balanced(svg);
   CHECK(title_of(svg).size() < 100);
 }
