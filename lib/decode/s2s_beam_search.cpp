@@ -25,10 +25,13 @@ struct Finished {
     return std::all_of(per_utterance.begin(), per_utterance.end(),
                        [&](const auto& hyps) { return static_cast<int64_t>(hyps.size()) >= beam; });
   }
-  // SpeechBrain's _update_hyp_and_scores: rows whose mask is set are stored (with their
-  // normalized score) until an utterance holds `beam` hypotheses.
-  void add(const at::Tensor& alive, const at::Tensor& scores, const std::vector<char>& mask,
-           int64_t eos) {
+  // SpeechBrain's _update_hyps_and_scores_if_eos_token: rows whose mask is set are stored (with
+  // their normalized score) until an utterance holds `beam` hypotheses. Every stored row loses
+  // its last token, as SpeechBrain's _get_topk_prediction counts len(hyp) - 1 tokens: that token
+  // is the eos of a row that ended, and the last real token of a row forced to end at the length
+  // cap (whose score keeps that token's log-probability), so upstream's hypotheses at the cap are
+  // one token shorter than their step count, and ours are the same.
+  void add(const at::Tensor& alive, const at::Tensor& scores, const std::vector<char>& mask) {
     const at::Tensor seqs = alive.to(at::kCPU).contiguous();
     const at::Tensor values = scores.to(at::kCPU, at::kDouble).contiguous();
     for (int64_t i = 0; i < static_cast<int64_t>(mask.size()); ++i) {
@@ -37,7 +40,7 @@ struct Finished {
       const int64_t* row = seqs.data_ptr<int64_t>() + i * seqs.size(1);
       S2SHypothesis hyp{std::vector<int64_t>(row, row + seqs.size(1)),
                         values.data_ptr<double>()[i]};
-      if (!hyp.tokens.empty() && hyp.tokens.back() == eos) hyp.tokens.pop_back();
+      if (!hyp.tokens.empty()) hyp.tokens.pop_back();
       hyps.push_back(std::move(hyp));
     }
   }
@@ -150,12 +153,12 @@ std::vector<std::vector<S2SHypothesis>> S2SBeamSearch::search(int64_t frames,
     const at::Tensor is_eos = last_tokens.eq(o.eos);
     const at::Tensor eos_cpu = is_eos.to(at::kCPU, at::kChar).contiguous();
     std::vector<char> mask(eos_cpu.data_ptr<int8_t>(), eos_cpu.data_ptr<int8_t>() + n);
-    finished.add(alive, scores, mask, o.eos);
+    finished.add(alive, scores, mask);
     sequence_scores.masked_fill_(is_eos, -std::numeric_limits<float>::infinity());
   }
-  // Out of steps: every alive row is forced to end (SpeechBrain fills with eos).
-  if (!finished.full() && scores.defined())
-    finished.add(alive, scores, std::vector<char>(n, 1), o.eos);
+  // Out of steps: every row is forced to end (SpeechBrain's _fill_alived_hyps_with_eos_token),
+  // with the last step's scores, dropping its last token (Finished::add).
+  if (!finished.full() && scores.defined()) finished.add(alive, scores, std::vector<char>(n, 1));
   for (auto& hyps : finished.per_utterance) {
     std::stable_sort(hyps.begin(), hyps.end(), [](const S2SHypothesis& a, const S2SHypothesis& b) {
       return a.score > b.score;

@@ -36,8 +36,10 @@ struct S2SBeamSearchOptions {
 };
 
 struct S2SHypothesis {
-  std::vector<int64_t> tokens;  // without bos and eos
-  double score = 0.0;           // length-normalized when length_normalization is on
+  // Without bos and eos; a hypothesis forced to end at the length cap also lacks its last token
+  // (whose log-probability its score keeps), as SpeechBrain's searcher returns it.
+  std::vector<int64_t> tokens;
+  double score = 0.0;  // length-normalized when length_normalization is on
 };
 
 class S2SBeamSearch {

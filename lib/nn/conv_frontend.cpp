@@ -71,7 +71,10 @@ at::Tensor FrontEndConvImpl::forward(const at::Tensor& x, const at::Tensor& leng
         .to(y.device())
         .expand({batch, y.size(1), y.size(2), pad});
   };
-  y.scatter_(3, index(to), y.gather(3, index(from)));
+  const at::Tensor reflected = y.gather(3, index(from));
+  // In place when no gradient flows (decoding); in training, gather's backward needs y as it was
+  // (an in-place write here made backward() fail: "modified by an inplace operation").
+  y = y.requires_grad() ? y.scatter(3, index(to), reflected) : y.scatter_(3, index(to), reflected);
   return conv->forward(y).permute({0, 3, 2, 1});
 }
 

@@ -2,14 +2,19 @@
 // An utterance decodes the same whatever shares its batch: the encoder lengths, CTC
 // log-probabilities and decoder log-probabilities of a mixed-length set at batch sizes 3 and 8
 // equal those of each utterance decoded alone (CPU, float32, random-weight models of each encoder
-// type: ConMamba CTC, ConMamba S2S, Conformer S2S).
+// type: ConMamba CTC, ConMamba S2S, Conformer S2S, and the causal ConMamba: unidirectional Mamba
+// and causal depthwise convolutions, the Transformer's `causal: True`).
 #include <catch2/catch.hpp>
 
 #include <torch/torch.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "decode/asr_model_recognizer.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
+#include "models/transformer_asr.h"
 #include "runtime/registration.h"
 
 namespace {
@@ -46,8 +51,9 @@ std::vector<Decoded> decode_in_batches(AsrModel& model, const std::vector<at::Te
     const at::Tensor ctc = recognizer.ctc_log_probs(enc);
     at::Tensor seq;
     if (recognizer.has_decoder()) {
-      const at::Tensor prefix =
-          torch::tensor({1, 5, 9, 3}, torch::kLong).unsqueeze(0).expand({static_cast<int64_t>(n), 4});
+      const at::Tensor prefix = torch::tensor({1, 5, 9, 3}, torch::kLong)
+                                    .unsqueeze(0)
+                                    .expand({static_cast<int64_t>(n), 4});
       seq = recognizer.decoder_log_probs(enc, lens, prefix.contiguous());
     }
     for (size_t i = 0; i < n; ++i) {
@@ -61,6 +67,23 @@ std::vector<Decoded> decode_in_batches(AsrModel& model, const std::vector<at::Te
   return out;
 }
 
+// The hparams file with its Transformer's `causal: False` (an argument of the !new: object, not
+// a top-level key that an override could set) turned to True when `causal`.
+masr::hparams::Hparams load_hparams(const std::string& file,
+                                    const masr::hparams::LoadOptions& options, bool causal) {
+  const std::string path = std::string(MASR_SOURCE_DIR) + "/" + file;
+  if (!causal) return masr::hparams::load_file(path, options);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const std::string from = "    causal: False\n";
+  const size_t at = yaml.find(from);
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, from.size(), "    causal: True\n");
+  return masr::hparams::load_text(yaml, options, path);
+}
+
 }  // namespace
 
 TEST_CASE("decoding is batch-invariant for every encoder type", "[decode]") {
@@ -68,13 +91,19 @@ TEST_CASE("decoding is batch-invariant for every encoder type", "[decode]") {
   struct Case {
     const char* file;
     std::vector<std::pair<std::string, std::string>> overrides;
+    bool causal = false;
   };
   const std::vector<Case> cases = {
       {"hparams/CTC/conmamba_tiny.yaml", {}},
       {"hparams/S2S/conmamba_tiny.yaml", {}},
       {"hparams/S2S/conformer_small.yaml",
-       {{"d_model", "48"}, {"num_encoder_layers", "2"}, {"num_decoder_layers", "1"},
-        {"d_ffn", "96"}, {"output_neurons", "40"}}},
+       {{"d_model", "48"},
+        {"num_encoder_layers", "2"},
+        {"num_decoder_layers", "1"},
+        {"d_ffn", "96"},
+        {"output_neurons", "40"}}},
+      {"hparams/CTC/conmamba_tiny.yaml", {}, true},
+      {"hparams/S2S/conmamba_tiny.yaml", {}, true},
   };
   // Eight utterances of different lengths, none a multiple of the 160-sample hop.
   torch::manual_seed(5);
@@ -86,8 +115,10 @@ TEST_CASE("decoding is batch-invariant for every encoder type", "[decode]") {
     masr::hparams::LoadOptions options;
     options.overrides = c.overrides;
     options.placeholder_value = "unused";
-    const auto hp = masr::hparams::load_file(std::string(MASR_SOURCE_DIR) + "/" + c.file, options);
+    const auto hp = load_hparams(c.file, options, c.causal);
     auto model = AsrModel::from_hparams(hp);
+    INFO(c.file << (c.causal ? " (causal)" : ""));
+    REQUIRE(model->transformer().config().causal == c.causal);
     {
       torch::NoGradGuard no_grad;  // global statistics from one batch, then evaluation
       (void)model->features(torch::randn({2, 16000}) * 0.1, {}, 1, /*update_norm=*/true);
@@ -98,14 +129,14 @@ TEST_CASE("decoding is batch-invariant for every encoder type", "[decode]") {
       const auto together = decode_in_batches(*model, wavs, batch);
       double worst = 0.0;
       for (size_t i = 0; i < wavs.size(); ++i) {
-        INFO(c.file << ", batch " << batch << ", utterance " << i);
+        INFO("batch " << batch << ", utterance " << i);
         REQUIRE(together[i].ctc.sizes() == alone[i].ctc.sizes());
         worst = std::max(worst, (together[i].ctc - alone[i].ctc).abs().max().item<double>());
         if (alone[i].seq.defined()) {
           worst = std::max(worst, (together[i].seq - alone[i].seq).abs().max().item<double>());
         }
       }
-      INFO(c.file << ", batch " << batch << ": largest difference " << worst);
+      INFO("batch " << batch << ": largest difference " << worst);
       CHECK(worst < 1e-4);
     }
   }

@@ -13,7 +13,13 @@ recipe's `model.ckpt` (the TransformerLM's state dict). The normalizer file take
 recipe's checkpointer gives it (`normalizer` in Mamba-ASR's files, `normalize` in SpeechBrain's
 conformer_small.yaml). `expected.pt` holds two random waveforms and the upstream
 outputs for each decoded alone (batch of one): CTC log-probabilities, decoder log-probabilities
-for a fixed prefix, LM logits.
+for a fixed prefix, LM logits. For the S2S families whose hparams file has a test search
+(`ctc_weight_decode`, `test_search`'s temperature), `beam_search.pt` holds what SpeechBrain's
+own S2STransformerBeamSearcher finds for each waveform alone at beam sizes BEAMS (CTC scored
+on every token as the recipe's full CTCScorer, no LM, top-k = beam): per beam k and waveform i,
+`beam{k}_tokens{i}` (k, L) int64 hypotheses best first (the tokens the searcher returns, i.e.
+after its undo_padding, padded with -1), `beam{k}_scores{i}` (k) their scores, and the search
+settings under `settings`. New files only: expected.pt and the checkpoints stay byte-identical.
 
 Run from the repository root, after ../shared/pyref/stage.sh has staged the upstream code in .ref/
 (pass the einops repository too, for these CPU runs), with Debian's python3-torch:
@@ -108,6 +114,49 @@ FAMILIES = [
     ("transformer_s2s", "tests/fixtures/upstream/transformer_s2s.yaml", {}, "s2s", SHORT),
 ]
 PREFIX = [1, 5, 17, 28, 7]  # bos + four tokens (all models have at least 31)
+BEAMS = (2, 3, 4)  # beam sizes of the recorded SpeechBrain searches
+
+
+def test_search_temperature(path):
+    """The decoder temperature of the hparams file's test_search (None if it has none)."""
+    m = re.search(r"^test_search:.*?^ +temperature: ([0-9.]+)\s*$", open(path).read(), re.M | re.S)
+    return float(m.group(1)) if m else None
+
+
+def record_beam_search(hp, hparams, modules, encoded, folder):
+    """SpeechBrain's S2STransformerBeamSearcher on each encoded waveform alone (see docstring)."""
+    temperature = test_search_temperature(hparams)
+    if temperature is None or "ctc_weight_decode" not in hp:
+        return None
+    from speechbrain.decoders import S2STransformerBeamSearcher
+    from speechbrain.decoders.scorer import CTCScorer, ScorerBuilder
+    settings = {"ctc_weight": float(hp["ctc_weight_decode"]), "temperature": temperature,
+                "min_decode_ratio": float(hp["min_decode_ratio"]),
+                "max_decode_ratio": float(hp["max_decode_ratio"]),
+                "bos": hp["bos_index"], "eos": hp["eos_index"], "blank": hp["blank_index"]}
+    out = {"settings": settings, "beams": torch.tensor(BEAMS)}
+    for k in BEAMS:
+        ctc = CTCScorer(ctc_fc=modules["ctc_lin"], blank_index=settings["blank"],
+                        eos_index=settings["eos"])
+        searcher = S2STransformerBeamSearcher(
+            modules=[modules["Transformer"], modules["seq_lin"]], temperature=temperature,
+            bos_index=settings["bos"], eos_index=settings["eos"],
+            min_decode_ratio=settings["min_decode_ratio"],
+            max_decode_ratio=settings["max_decode_ratio"], beam_size=k,
+            using_eos_threshold=False, length_normalization=True, return_topk=True, topk=k,
+            scorer=ScorerBuilder(full_scorers=[ctc], weights={"ctc": settings["ctc_weight"]}))
+        for i, enc in enumerate(encoded):
+            with torch.no_grad():
+                hyps, lengths, scores, _ = searcher(enc, torch.ones(1))
+            # The searcher's own undo_padding: round(length * L) tokens of each hypothesis.
+            counts = torch.round(lengths[0] * hyps.shape[-1]).long()
+            tokens = torch.full((k, int(counts.max())), -1, dtype=torch.long)
+            for j in range(k):
+                tokens[j, :counts[j]] = hyps[0, j, :counts[j]]
+            out[f"beam{k}_tokens{i}"] = tokens
+            out[f"beam{k}_scores{i}"] = scores[0].clone()
+    torch.save(out, os.path.join(folder, "beam_search.pt"))
+    return settings
 
 
 def normalizer_name(path):
@@ -169,16 +218,20 @@ def main(out_root):
             torch.save(model.state_dict(), os.path.join(folder, "model.ckpt"))
             torch.save(normalize._statistics_dict(),
                        os.path.join(folder, normalizer_name(hparams) + ".ckpt"))
+            encoded = []
             with torch.no_grad():
                 for i, wav in enumerate(wavs):
                     expected[f"wav{i}"] = wav.clone()  # not a view of the longer waveform
                     f = normalize(hp["compute_features"](wav), torch.ones(1), epoch=1)
                     enc = modules["Transformer"].encode(modules["CNN"](f), torch.ones(1))
+                    encoded.append(enc)
                     expected[f"p_ctc{i}"] = torch.log_softmax(modules["ctc_lin"](enc), -1)
                     if kind == "s2s":
                         dec, _ = modules["Transformer"].decode(expected["prefix"], enc)
                         expected[f"p_seq{i}"] = torch.log_softmax(modules["seq_lin"](dec), -1)
             n = sum(p.numel() for p in model.parameters())
+            if kind == "s2s" and record_beam_search(hp, hparams, modules, encoded, folder):
+                print(f"{name}: SpeechBrain beam search (beams {BEAMS}) -> beam_search.pt")
         torch.save(expected, os.path.join(folder, "expected.pt"))
         with open(os.path.join(folder, "overrides.json"), "w") as f:
             json.dump({"hparams": hparams, "overrides": overrides, "kind": kind}, f, indent=1)

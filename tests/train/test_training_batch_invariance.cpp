@@ -1,0 +1,248 @@
+// tests/train/test_training_batch_invariance.cpp
+// An utterance's training loss and the gradients it contributes do not depend on its batch
+// partners: with the loss summed over the batch, the loss and every parameter's gradient of the
+// padded batch [a, b] (and [b, a]) equal the sums of those of [a] and [b] alone (CPU, float32,
+// training mode with dropout 0, no augmentation, normalization statistics frozen as after
+// update_until_epoch). Tiny random models: ConMamba CTC, causal ConMamba CTC, ConMamba +
+// Transformer decoder (S2S), Conformer S2S. Two forward passes: the model's own with each
+// utterance's exact lengths (AsrModel::encode_audio, the heads, train/losses.h), and the
+// trainer's (AsrTask::forward, SpeechBrain's relative lengths).
+#include <catch2/catch.hpp>
+
+#include <torch/torch.h>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "hparams/hparams.h"
+#include "models/asr_model.h"
+#include "models/transformer_asr.h"
+#include "runtime/registration.h"
+#include "train/asr_task.h"
+#include "train/losses.h"
+
+namespace {
+
+using masr::train::AsrBatch;
+using masr::train::AsrTask;
+
+// Relative tolerances (float32): the batch sums its rows in another order and pads, which moves
+// results by ~1e-6 relative; padding read by a real frame moves them by 1e-3 or more.
+constexpr double kLossTolerance = 1e-4;
+constexpr double kGradTolerance = 1e-3;  // of the gradient tensor's largest |entry|
+
+struct Utterance {
+  at::Tensor wav;               // (S) float
+  std::vector<int64_t> tokens;  // without bos/eos
+};
+
+// The padded batch of `items` as the recipes' PaddedBatch builds it (zero padding, relative
+// lengths, bos/eos sequences).
+AsrBatch make_batch(const std::vector<Utterance>& items, int64_t bos, int64_t eos) {
+  const int64_t n = static_cast<int64_t>(items.size());
+  int64_t samples = 0, tokens = 0;
+  for (const auto& u : items) {
+    samples = std::max(samples, u.wav.size(0));
+    tokens = std::max<int64_t>(tokens, static_cast<int64_t>(u.tokens.size()));
+  }
+  AsrBatch b;
+  b.wav = torch::zeros({n, samples});
+  b.wav_rel = torch::empty({n});
+  b.tokens = torch::zeros({n, tokens}, torch::kLong);
+  b.tokens_rel = torch::empty({n});
+  b.tokens_bos = torch::zeros({n, tokens + 1}, torch::kLong);
+  b.tokens_eos = torch::zeros({n, tokens + 1}, torch::kLong);
+  b.tokens_eos_rel = torch::empty({n});
+  for (int64_t i = 0; i < n; ++i) {
+    const Utterance& u = items[static_cast<size_t>(i)];
+    const int64_t len = static_cast<int64_t>(u.tokens.size());
+    b.ids.push_back("u" + std::to_string(i));
+    b.words.emplace_back("x");
+    b.wav[i].narrow(0, 0, u.wav.size(0)).copy_(u.wav);
+    b.wav_rel[i] = static_cast<float>(static_cast<double>(u.wav.size(0)) / samples);
+    const at::Tensor t = torch::tensor(u.tokens, torch::kLong);
+    b.tokens[i].narrow(0, 0, len).copy_(t);
+    b.tokens_rel[i] = static_cast<float>(static_cast<double>(len) / tokens);
+    b.tokens_bos[i][0] = bos;
+    b.tokens_bos[i].narrow(0, 1, len).copy_(t);
+    b.tokens_eos[i].narrow(0, 0, len).copy_(t);
+    b.tokens_eos[i][len] = eos;
+    b.tokens_eos_rel[i] = static_cast<float>(static_cast<double>(len + 1) / (tokens + 1));
+  }
+  return b;
+}
+
+struct LossAndGrads {
+  double loss = 0.0;
+  std::vector<at::Tensor> grads;  // one per parameter (zeros where unused)
+};
+
+// A summed training loss of a padded batch; backward() is run by measure().
+using ForwardFn = std::function<at::Tensor(const AsrBatch&)>;
+
+LossAndGrads measure(const ForwardFn& forward, const std::vector<at::Tensor>& params,
+                     const std::vector<Utterance>& items) {
+  for (auto p : params) p.mutable_grad() = at::Tensor();
+  const at::Tensor loss = forward(make_batch(items, 1, 2));
+  loss.backward();
+  LossAndGrads out;
+  out.loss = loss.item<double>();
+  for (const auto& p : params)
+    out.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return out;
+}
+
+// Checks [a, b] and [b, a] against [a] + [b] (relative differences in the messages).
+void check_sums(const ForwardFn& forward, const std::vector<at::Tensor>& params, const Utterance& a,
+                const Utterance& b) {
+  const LossAndGrads alone_a = measure(forward, params, {a});
+  const LossAndGrads alone_b = measure(forward, params, {b});
+  CHECK(alone_a.loss > 0.0);  // both utterances contribute
+  CHECK(alone_b.loss > 0.0);
+  for (const auto& order : {std::vector<Utterance>{a, b}, std::vector<Utterance>{b, a}}) {
+    const LossAndGrads together = measure(forward, params, order);
+    const double sum = alone_a.loss + alone_b.loss;
+    const double loss_diff = std::abs(together.loss - sum) / std::abs(sum);
+    double grad_diff = 0.0;
+    for (size_t i = 0; i < together.grads.size(); ++i) {
+      const at::Tensor expected = alone_a.grads[i] + alone_b.grads[i];
+      // The larger of both: a gradient that only the batch gives is caught as well.
+      const double scale = std::max(expected.abs().max().item<double>(),
+                                    together.grads[i].abs().max().item<double>());
+      if (scale == 0.0) continue;
+      grad_diff =
+          std::max(grad_diff, (together.grads[i] - expected).abs().max().item<double>() / scale);
+    }
+    INFO("loss " << together.loss << " vs " << sum << ": relative difference " << loss_diff
+                 << "; largest relative gradient difference " << grad_diff);
+    CHECK(loss_diff < kLossTolerance);
+    CHECK(grad_diff < kGradTolerance);
+  }
+}
+
+masr::hparams::Hparams load(const std::string& file,
+                            std::vector<std::pair<std::string, std::string>> overrides,
+                            bool causal) {
+  masr::hparams::LoadOptions options;
+  options.overrides = std::move(overrides);
+  options.overrides.emplace_back("transformer_dropout", "0.0");
+  options.placeholder_value = "unused";
+  const std::string path = std::string(MASR_SOURCE_DIR) + "/" + file;
+  if (!causal) return masr::hparams::load_file(path, options);
+  // The Transformer's `causal: False` (an argument of the !new: object, not a top-level key).
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const std::string from = "    causal: False\n";
+  const size_t at = yaml.find(from);
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, from.size(), "    causal: True\n");
+  return masr::hparams::load_text(yaml, options, path);
+}
+
+struct Case {
+  const char* file;
+  std::vector<std::pair<std::string, std::string>> overrides;
+  bool causal;
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {"hparams/CTC/conmamba_tiny.yaml", {}, false},
+      {"hparams/CTC/conmamba_tiny.yaml", {}, true},
+      {"hparams/S2S/conmamba_tiny.yaml", {{"num_decoder_layers", "1"}}, false},
+      {"hparams/S2S/conformer_small.yaml",
+       {{"d_model", "48"},
+        {"num_encoder_layers", "2"},
+        {"num_decoder_layers", "1"},
+        {"d_ffn", "96"},
+        {"output_neurons", "40"}},
+       false},
+  };
+  return all;
+}
+
+// Two utterances whose lengths are no multiple of the 160-sample hop nor of the front end's
+// 4-frame stride, with token sequences of different lengths.
+std::pair<Utterance, Utterance> two_utterances() {
+  torch::manual_seed(11);
+  Utterance a{torch::randn({21011}) * 0.1, {5, 9, 3, 17, 8, 12, 6}};
+  Utterance b{torch::randn({12345}) * 0.1, {7, 4, 22, 9}};
+  return {a, b};
+}
+
+// Training mode with every dropout at 0 (the front end's Dropout has no hparams key), and the
+// normalization's global statistics from one batch, as after a first step.
+void prepare(torch::nn::Module& root, const std::function<void()>& first_batch) {
+  root.train(true);
+  for (auto& m : root.modules()) {
+    if (auto* d = m->as<torch::nn::DropoutImpl>()) d->options.p(0.0);
+  }
+  torch::NoGradGuard no_grad;
+  first_batch();
+}
+
+}  // namespace
+
+TEST_CASE("training is batch-invariant: the model's loss and gradients", "[train]") {
+  masr::runtime::register_all_classes();
+  const auto [a, b] = two_utterances();
+  for (const Case& c : cases()) {
+    INFO(c.file << (c.causal ? " (causal)" : ""));
+    const auto hp = load(c.file, c.overrides, c.causal);
+    auto model = masr::models::AsrModel::from_hparams(hp);
+    REQUIRE(model->transformer().config().causal == c.causal);
+    prepare(model->module(), [&] {
+      (void)model->features(make_batch({a, b}, 1, 2).wav, {}, 1, /*update_norm=*/true);
+    });
+    // Each utterance's exact lengths: 1 + samples / hop feature frames, the front end's own
+    // output lengths (encode_audio), relative lengths in double so that the losses' rounding
+    // gives them back; the normalization applies its frozen statistics.
+    const ForwardFn forward = [&](const AsrBatch& batch) {
+      const at::Tensor samples =
+          (batch.wav_rel.to(at::kDouble) * batch.wav.size(1)).round().to(at::kLong);
+      const masr::models::Encoded enc = model->encode_audio(batch.wav, samples);
+      const at::Tensor enc_rel = enc.lengths.to(at::kDouble) / static_cast<double>(enc.out.size(1));
+      at::Tensor loss =
+          masr::train::ctc_loss(model->ctc_log_probs(enc.out), batch.tokens, enc_rel,
+                                batch.tokens_rel, 0, masr::train::LossReduction::kSum);
+      if (model->is_s2s()) {
+        const at::Tensor p_seq = model->decoder_log_probs(enc.out, enc.lengths, batch.tokens_bos);
+        loss = 0.3 * loss + 0.7 * masr::train::kldiv_loss(p_seq, batch.tokens_eos,
+                                                          batch.tokens_eos_rel, 0.0, 0,
+                                                          masr::train::LossReduction::kSum);
+      }
+      return loss;
+    };
+    check_sums(forward, model->parameters(), a, b);
+  }
+}
+
+// The trainer's forward pass (train_CTC.py / train_S2S.py semantics): the front end reflects
+// each row at the end of the padded batch, and encoder lengths are round(rel * T') of the padded
+// batch, so an utterance's last frames and its number of CTC frames depend on its partners
+// (docs/models.md). Hidden until the trainer uses each utterance's own lengths.
+TEST_CASE("training is batch-invariant: the trainer's loss and gradients", "[.trainer-batch]") {
+  masr::runtime::register_all_classes();
+  const auto [a, b] = two_utterances();
+  for (const Case& c : cases()) {
+    INFO(c.file << (c.causal ? " (causal)" : ""));
+    const auto hp = load(c.file, c.overrides, c.causal);
+    AsrTask task(hp);
+    masr::train::LossOptions options;
+    options.reduction = masr::train::LossReduction::kSum;
+    options.ctc_weight = 0.3;
+    prepare(task.model(), [&] {
+      task.train(true);
+      (void)task.forward(make_batch({a, b}, 1, 2), true, /*epoch=*/1, nullptr, options);
+    });
+    // Epoch 100: past update_until_epoch, the statistics stay frozen. No generator: no
+    // augmentation.
+    const ForwardFn forward = [&](const AsrBatch& batch) {
+      return task.forward(batch, /*training=*/true, /*epoch=*/100, nullptr, options).loss;
+    };
+    check_sums(forward, task.parameters(), a, b);
+  }
+}
