@@ -8,9 +8,7 @@
 
 #include <torch/torch.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "../models/repo_hparams.h"
 #include "decode/asr_model_recognizer.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
@@ -67,21 +65,9 @@ std::vector<Decoded> decode_in_batches(AsrModel& model, const std::vector<at::Te
   return out;
 }
 
-// The hparams file with its Transformer's `causal: False` (an argument of the !new: object, not
-// a top-level key that an override could set) turned to True when `causal`.
 masr::hparams::Hparams load_hparams(const std::string& file,
                                     const masr::hparams::LoadOptions& options, bool causal) {
-  const std::string path = std::string(MASR_SOURCE_DIR) + "/" + file;
-  if (!causal) return masr::hparams::load_file(path, options);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string yaml = text.str();
-  const std::string from = "    causal: False\n";
-  const size_t at = yaml.find(from);
-  REQUIRE(at != std::string::npos);
-  yaml.replace(at, from.size(), "    causal: True\n");
-  return masr::hparams::load_text(yaml, options, path);
+  return masr::test::load_repo_hparams(file, options, causal);
 }
 
 }  // namespace

@@ -11,10 +11,9 @@
 
 #include <torch/torch.h>
 
-#include <fstream>
 #include <functional>
-#include <sstream>
 
+#include "../models/repo_hparams.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
 #include "models/transformer_asr.h"
@@ -128,18 +127,7 @@ masr::hparams::Hparams load(const std::string& file,
   options.overrides = std::move(overrides);
   options.overrides.emplace_back("transformer_dropout", "0.0");
   options.placeholder_value = "unused";
-  const std::string path = std::string(MASR_SOURCE_DIR) + "/" + file;
-  if (!causal) return masr::hparams::load_file(path, options);
-  // The Transformer's `causal: False` (an argument of the !new: object, not a top-level key).
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string yaml = text.str();
-  const std::string from = "    causal: False\n";
-  const size_t at = yaml.find(from);
-  REQUIRE(at != std::string::npos);
-  yaml.replace(at, from.size(), "    causal: True\n");
-  return masr::hparams::load_text(yaml, options, path);
+  return masr::test::load_repo_hparams(file, options, causal);
 }
 
 struct Case {
