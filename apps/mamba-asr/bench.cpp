@@ -19,7 +19,7 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> names;
   runtime::BenchSettings settings;
-  std::string batches, threads, workers;  // comma-separated sweeps
+  std::string batches, threads, workers, lengths;  // comma-separated sweeps
   bool json = false, csv = false, markdown = false;
   bool list = false;
   bool tune = false, replan = false;
@@ -40,6 +40,26 @@ std::vector<T> parse_list(const std::string& text, const char* option) {
       throw Error(ErrorKind::kUsage,
                   std::string("bench: ") + option + " '" + text +
                       "': give positive integers separated by commas, e.g. 1,8,32");
+    }
+  }
+  return out;
+}
+
+// --lengths: positive seconds, e.g. 1,10,60 or 0.5,2.
+std::vector<double> parse_seconds(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      const double value = std::stod(item, &used);
+      if (used != item.size() || !(value > 0) || value > 1e6) throw std::invalid_argument(item);
+      out.push_back(value);
+    } catch (const std::exception&) {
+      throw Error(ErrorKind::kUsage, "bench: --lengths '" + text +
+                                         "': give positive seconds separated by commas, e.g. "
+                                         "1,10,60,300,1800");
     }
   }
   return out;
@@ -114,6 +134,7 @@ int run_bench(BenchOptions& options, const GlobalOptions& global) {
   if (!options.workers.empty()) {
     options.settings.workers = parse_list<int64_t>(options.workers, "--workers");
   }
+  if (!options.lengths.empty()) options.settings.lengths = parse_seconds(options.lengths);
   const std::vector<int> threads =
       options.threads.empty() ? std::vector<int>{} : parse_list<int>(options.threads, "--threads");
   options.settings.device = runtime::resolve_device(runtime::parse_device(global.device)).str();
@@ -163,7 +184,8 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
       "  mamba-asr bench --tune --hparams hparams/CTC/conmamba_tiny.yaml\n"
       "  mamba-asr --device cuda bench decode-files --model models/conmamba-ctc-synth-en \\\n"
       "      --input @test.txt --batch 32,128\n"
-      "  mamba-asr --threads 2 bench scan --json");
+      "  mamba-asr --threads 2 bench scan --json\n"
+      "  mamba-asr bench encoder --lengths 1,10,60,300,1800 --svg encoder_vs_length.svg");
   cmd->add_option("names", options->names, "Benchmarks to run (see --list)");
   cmd->add_flag("--list", options->list, "List the benchmarks");
   cmd->add_option("--hparams", options->settings.hparams, "Model for model benchmarks and --tune");
@@ -211,6 +233,17 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
                   "train-step on CUDA: write a Chrome trace (Kineto) of 3 timed steps to FILE");
   cmd->add_option("--init", options->settings.init,
                   "train-parity: folder with the reference's model.ckpt and batch.pt");
+  cmd->add_option("--lengths", options->lengths,
+                  "encoder: audio lengths in seconds to sweep, e.g. 1,10,60,300,1800; --hparams "
+                  "then takes FILE[:conmamba|conformer|transformer],... (default: ConMamba-S, "
+                  "Conformer-S and a Transformer of about their size)");
+  cmd->add_option("--time-limit", options->settings.time_limit,
+                  "encoder --lengths: seconds one encoder may spend on one length (probe, warm-up "
+                  "and repetitions; fewer repetitions or a skip beyond it)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6));
+  cmd->add_option("--svg", options->settings.svg,
+                  "encoder --lengths: write a plot of time and memory against length to FILE");
   cmd->add_flag("--json", options->json, "One JSON object per result (with --tune: the plan)");
   cmd->add_flag("--csv", options->csv, "CSV with a header line");
   cmd->add_flag("--markdown", options->markdown, "A Markdown table");

@@ -40,6 +40,12 @@ struct BenchSettings {
   std::vector<std::string> inputs;
   std::string search = "greedy";
   double batch_seconds = 0.0;  // padded audio per batch (0: --batch alone)
+  // encoder --lengths (runtime/encoder_length_bench.h): audio lengths in seconds to sweep (empty:
+  // the fixed 10 s encoder benchmark), the most seconds one encoder may spend on one length
+  // (probe, warm-up and repetitions), and an SVG plot of the sweep to write.
+  std::vector<double> lengths;
+  double time_limit = 600.0;
+  std::string svg;
 };
 
 // One measured quantity: per-repetition samples of a time, plus a derived throughput.

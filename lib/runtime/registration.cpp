@@ -9,6 +9,7 @@
 #include "features/registration.h"
 #include "models/register.h"
 #include "ops/benchmarks.h"
+#include "runtime/encoder_length_bench.h"
 #include "runtime/step_bench.h"
 #include "text/tokenizer.h"
 
@@ -39,6 +40,7 @@ void register_all_classes(hparams::Registry& registry) {
   ops::register_ops_benchmarks();
   register_step_benchmarks();
   models::register_model_classes(registry);
+  register_encoder_length_benchmark();  // extends models' "encoder" benchmark: after it
   text::register_text_classes(registry);
 }
 
