@@ -60,6 +60,11 @@ def audio_seeds():
         subprocess.run(["sox", "-t", "f32", "-r", "16000", "-c", channels, raw] + args + [out], check=True)
         with open(out, "rb") as f:
             put("audio", name, f.read())
+    # Ogg Opus (opus-tools): the reader decodes single-stream Opus itself (lib/audio/ogg_opus.h).
+    opus = os.path.join(tmp, "stereo.opus")
+    subprocess.run(["opusenc", "--quiet", os.path.join(tmp, "stereo.wav"), opus], check=True)
+    with open(opus, "rb") as f:
+        put("audio", "stereo.opus", f.read())
     shutil.rmtree(tmp)
 
 
