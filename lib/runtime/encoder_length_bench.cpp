@@ -28,6 +28,7 @@
 #include "models/asr_model.h"
 #include "models/module_object.h"
 #include "models/transformer_asr.h"
+#include "runtime/machine.h"
 #include "runtime/peak_memory.h"
 
 namespace masr::runtime {
@@ -148,20 +149,6 @@ double estimate_seconds(const Encoder& e, const History& h, double length_s) {
   return t2 * std::pow(length_s / l2, exponent);
 }
 
-double mem_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  while (in >> key) {
-    if (key == "MemAvailable:") {
-      double kib = 0;
-      in >> kib;
-      return kib * 1024.0;
-    }
-    std::getline(in, key);
-  }
-  return 0.0;
-}
-
 // Returns freed heap pages to the system, so that a new peak counts pages it touches afresh.
 void trim_heap() {
 #if defined(__GLIBC__)
@@ -211,7 +198,8 @@ std::pair<int, int> runs_within(double probe_s, double limit_s, const BenchSetti
 std::string reason_to_skip(const Encoder& e, const History& h, double length_s, double frames,
                            const BenchSettings& settings, double& estimated_bytes) {
   estimated_bytes = estimate_peak(e, h, frames);
-  const double available = settings.device == "cpu" ? mem_available_bytes() : 0.0;
+  const double available =
+      settings.device == "cpu" ? static_cast<double>(memory_available_bytes()) : 0.0;
   if (available > 0 && estimated_bytes > kMemoryHeadroom * available) {
     return "estimated peak " + fmt("%.1f GiB", estimated_bytes / kGiB) + " > " +
            fmt("%.0f", kMemoryHeadroom * 100) + " % of " + fmt("%.1f GiB", available / kGiB) +

@@ -11,6 +11,8 @@
 #include <limits>
 #include <sstream>
 
+#include "core/xml_escape.h"
+
 namespace masr::runtime {
 namespace {
 
@@ -23,29 +25,6 @@ std::string num(double v) {
   char b[32];
   std::snprintf(b, sizeof(b), "%.1f", v);
   return b;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 // A tick value as people write it: 0.005, 0.1, 2, 500, 2000, 1e+05.
@@ -132,7 +111,7 @@ void draw_grid(std::ostringstream& svg, const LogAxis& x, const LogAxis& y, cons
   svg << "<text x=\"" << num(kLeft + kPlotW / 2) << "\" y=\"" << kTop + kPlotH + 34
       << "\" text-anchor=\"middle\" fill=\"#444\">audio length (s, log scale)</text>\n"
       << "<text transform=\"translate(16," << num(kTop + kPlotH / 2)
-      << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#444\">" << escape(panel.y_label)
+      << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#444\">" << xml_escape(panel.y_label)
       << "</text>\n";
 }
 
@@ -250,10 +229,10 @@ std::string encoder_length_svg(const std::vector<LengthCurve>& curves, const std
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << kWidth << " " << height
-      << "\" font-family=\"sans-serif\" font-size=\"11\">\n<title>" << escape(title)
+      << "\" font-family=\"sans-serif\" font-size=\"11\">\n<title>" << xml_escape(title)
       << "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << escape(title)
-      << "</text>\n<text x=\"10\" y=\"38\" fill=\"#444\">" << escape(subtitle) << "</text>\n";
+      << "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << xml_escape(title)
+      << "</text>\n<text x=\"10\" y=\"38\" fill=\"#444\">" << xml_escape(subtitle) << "</text>\n";
   int top = kHeader;
   for (size_t i = 0; i < panels.size(); ++i) {
     draw_panel(svg, top, panels[i], x, curves, static_cast<int>(i));
@@ -266,7 +245,7 @@ std::string encoder_length_svg(const std::vector<LengthCurve>& curves, const std
         << row + 8 << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>"
         << "<circle cx=\"" << kLeft + 12 << "\" cy=\"" << row + 8 << "\" r=\"3\" fill=\"" << color
         << "\"/><text x=\"" << kLeft + 32 << "\" y=\"" << row + 12 << "\">"
-        << escape(curves[c].label) << "</text>\n";
+        << xml_escape(curves[c].label) << "</text>\n";
   }
   if (!notes.empty()) {
     svg << "<text x=\"" << kLeft << "\" y=\"" << row + 12 << "\" fill=\"#444\">"
@@ -275,7 +254,7 @@ std::string encoder_length_svg(const std::vector<LengthCurve>& curves, const std
   }
   for (const auto& note : notes) {
     svg << "<text x=\"" << kLeft + 12 << "\" y=\"" << row + 12 << "\" fill=\"#444\">"
-        << escape(note) << "</text>\n";
+        << xml_escape(note) << "</text>\n";
     row += kLine;
   }
   svg << "</svg>\n";

@@ -105,6 +105,12 @@ void detect_blas(CpuInfo& cpu) {
 
 }  // namespace
 
+int64_t memory_available_bytes() {
+  CpuInfo cpu;
+  read_meminfo(cpu);
+  return cpu.memory_available_bytes;
+}
+
 void warn_if_reference_blas() {
   static const bool warned = [] {
     CpuInfo cpu;

@@ -51,6 +51,9 @@ struct MachineInfo {
 };
 
 MachineInfo detect_machine();
+// MemAvailable of /proc/meminfo in bytes (0 where there is none), without the rest of
+// detect_machine.
+int64_t memory_available_bytes();
 
 // Logs a warning, once per process, when LibTorch's matrix products run on the reference BLAS.
 // Debian's LibTorch links libblas.so.3, which the alternatives system resolves to the netlib

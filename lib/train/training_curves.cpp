@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/xml_escape.h"
+
 namespace masr::train {
 namespace {
 
@@ -40,23 +42,6 @@ std::string num(double v, const char* format = "%.1f") {
   char b[32];
   std::snprintf(b, sizeof(b), format, v);
   return b;
-}
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
 }
 
 // A round distance (1, 2 or 5 times a power of ten) giving about `target` ticks over [lo, hi].
@@ -152,9 +137,10 @@ void draw_axes(std::ostringstream& svg, const Axes& a, const std::string& x_labe
         << "\" text-anchor=\"middle\">" << tick_label(t, a.xstep) << "</text>\n";
   }
   svg << "<text x=\"" << num(kLeft + a.w / 2) << "\" y=\"" << kTop + a.h + 34
-      << "\" text-anchor=\"middle\" fill=\"#444\">" << escape(x_label) << "</text>\n"
+      << "\" text-anchor=\"middle\" fill=\"#444\">" << xml_escape(x_label) << "</text>\n"
       << "<text transform=\"translate(14," << num(kTop + a.h / 2)
-      << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#444\">" << escape(y_label) << "</text>\n";
+      << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#444\">" << xml_escape(y_label)
+      << "</text>\n";
 }
 
 // The legend on the header row (right-aligned) and the lines: detail lines first, so the epoch
@@ -164,7 +150,7 @@ void draw_series(std::ostringstream& svg, const Axes& a, const std::vector<Serie
   for (auto it = series.rbegin(); it != series.rend(); ++it) {
     if (it->points.empty()) continue;
     svg << "<text x=\"" << legend_x << "\" y=\"18\" text-anchor=\"end\" fill=\"" << it->color
-        << "\">" << escape(it->name) << "</text>\n";
+        << "\">" << xml_escape(it->name) << "</text>\n";
     legend_x -= 12 + static_cast<int>(6.5 * static_cast<double>(it->name.size()));
   }
   for (const bool detail : {true, false}) {
@@ -190,7 +176,7 @@ void draw_series(std::ostringstream& svg, const Axes& a, const std::vector<Serie
 void draw_panel(std::ostringstream& svg, int top, const Panel& panel, const std::string& x_label,
                 const Range& x) {
   svg << "<g transform=\"translate(0," << top << ")\">\n"
-      << "<text x=\"" << kLeft << "\" y=\"18\" font-weight=\"bold\">" << escape(panel.title)
+      << "<text x=\"" << kLeft << "\" y=\"18\" font-weight=\"bold\">" << xml_escape(panel.title)
       << "</text>\n";
   Range r = range_of(panel.series);
   if (r.empty()) {
@@ -321,10 +307,10 @@ std::string training_curves_svg(const std::vector<EpochRecord>& history,
   const int height = kHeader + kPanelHeight * static_cast<int>(panels.size());
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << kWidth << " " << height
-      << "\" font-family=\"sans-serif\" font-size=\"11\">\n<title>" << escape(title)
+      << "\" font-family=\"sans-serif\" font-size=\"11\">\n<title>" << xml_escape(title)
       << "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"22\" "
          "font-size=\"14\" font-weight=\"bold\">"
-      << escape(title) << "</text>\n";
+      << xml_escape(title) << "</text>\n";
   int top = kHeader;
   for (const Panel& panel : panels) {
     draw_panel(svg, top, panel, x_label, x);
