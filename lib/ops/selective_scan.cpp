@@ -276,13 +276,17 @@ void check_low_rank(const ScanDirection& s) {
 
 }  // namespace
 
+at::Tensor low_rank_delta(const at::Tensor& low, const at::Tensor& weight, int64_t batch,
+                          int64_t time) {
+  return at::mm(weight.to(low.scalar_type()), low)
+      .view({weight.size(0), batch, time})
+      .permute({1, 0, 2});
+}
+
 at::Tensor delta_of(const ScanDirection& s) {
   if (s.delta.defined() || !s.delta_low.defined()) return s.delta;
   check_low_rank(s);
-  const int64_t batch = s.u.size(0), channels = s.u.size(1), time = s.u.size(2);
-  return at::mm(s.delta_weight.to(s.delta_low.scalar_type()), s.delta_low)
-      .view({channels, batch, time})
-      .permute({1, 0, 2});
+  return low_rank_delta(s.delta_low, s.delta_weight, s.u.size(0), s.u.size(2));
 }
 
 std::pair<at::Tensor, at::Tensor> selective_scan_bidirectional(const ScanDirection& f,

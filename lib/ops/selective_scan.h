@@ -49,6 +49,10 @@ struct ScanDirection {
 // delta as a (batch, channels, time) tensor: `delta`, or the product of the low-rank factors (a
 // view of a (channels, batch * time) matrix).
 at::Tensor delta_of(const ScanDirection& s);
+// weight @ low in low's dtype, as a (batch, channels, time) view of the (channels, batch * time)
+// product; unchecked (delta_of checks the factors' shapes).
+at::Tensor low_rank_delta(const at::Tensor& low, const at::Tensor& weight, int64_t batch,
+                          int64_t time);
 // Both outputs are multiplied by output_scale (ScanOptions::output_scale).
 std::pair<at::Tensor, at::Tensor> selective_scan_bidirectional(const ScanDirection& forward,
                                                                const ScanDirection& reverse,

@@ -164,14 +164,6 @@ class SelectiveScanCudaFunction : public torch::autograd::Function<SelectiveScan
   }
 };
 
-// delta (batch, channels, time) = weight @ low for a low-rank delta (ScanDirection::delta_low),
-// in low's dtype; a view of the (channels, batch * time) product.
-at::Tensor low_rank_product(const at::Tensor& low, const at::Tensor& weight, const at::Tensor& u) {
-  return at::mm(weight.to(low.scalar_type()), low)
-      .view({u.size(1), u.size(0), u.size(2)})
-      .permute({1, 0, 2});
-}
-
 // BiMamba's directions: inputs 0-6 the forward direction's u, delta, A, B, C, D, delta_bias,
 // 7-13 the reverse one's, then the shared z and lengths, then each direction's delta weight.
 // With a delta weight, that direction's delta input is delta_low (ScanDirection): the product is
@@ -232,8 +224,11 @@ class BidirectionalScanCudaFunction
     forward.delta_softplus = reverse.delta_softplus = softplus;
     forward.output_scale = reverse.output_scale = scale;
     reverse.reverse = true;
-    const at::Tensor df = s[16].defined() ? low_rank_product(s[1], s[16], s[0]) : s[1];
-    const at::Tensor dr = s[17].defined() ? low_rank_product(s[8], s[17], s[7]) : s[8];
+    // A low-rank delta is formed here, in both passes (ScanDirection::delta_low).
+    const at::Tensor df =
+        s[16].defined() ? low_rank_delta(s[1], s[16], s[0].size(0), s[0].size(2)) : s[1];
+    const at::Tensor dr =
+        s[17].defined() ? low_rank_delta(s[8], s[17], s[7].size(0), s[7].size(2)) : s[8];
     return {prepare_cuda_scan(s[0], df, s[2], s[3], s[4], s[5], s[14], s[6], s[15], forward),
             prepare_cuda_scan(s[7], dr, s[9], s[10], s[11], s[12], s[14], s[13], s[15],
                               reverse)};
