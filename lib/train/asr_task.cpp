@@ -129,20 +129,26 @@ void AsrTask::to(const at::Device& device) {
 ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epoch,
                                at::Generator* generator, const LossOptions& options) {
   ForwardResult r;
-  const at::Tensor wav_rel = batch.wav_rel_on_host();
-  r.rel = wav_rel;
+  // Each utterance's own frame count, computed on the host from its sample count exactly as
+  // AsrModel::encode_audio does, so that no layer reads its batch partners' padding: the
+  // filterbank's dB floor, the front end's reflection and the encoder's lengths all use it.
+  // (SpeechBrain's training step instead rounds rel * T of the padded batch at every layer.)
+  const at::Tensor samples = abs_lengths(batch.wav_rel_on_host(), batch.wav.size(1));
+  at::Tensor frames = 1 + torch::div(samples, fbank_->config().hop_samples(), "floor");
   r.source = torch::arange(batch.wav.size(0), torch::TensorOptions().dtype(torch::kLong));
   at::Tensor feats;
   {
     // Float32 features whatever the step's precision (a bf16 filterbank product loses ~0.1 dB).
     AutocastSuspend fp32;
     profile_phase("features");
-    feats = (*fbank_)(batch.wav.to(device_));
+    feats = (*fbank_)(batch.wav.to(device_), frames);
+    // Relative lengths in double: round(rel * T) gives back `frames` exactly.
+    r.rel = frames.to(torch::kFloat64) / static_cast<double>(feats.size(1));
     profile_phase("normalize");
-    feats = normalizer_->forward(feats, wav_rel, epoch);
+    feats = normalizer_->forward(feats, r.rel, epoch);
     if (training && augment_ && generator != nullptr) {
       profile_phase("augment");
-      features::AugmentBatch augmented = augment_->apply(feats, wav_rel, *generator);
+      features::AugmentBatch augmented = augment_->apply(feats, r.rel, *generator);
       feats = augmented.x;
       // Host lengths in, host lengths and row map out (features/augment_interface.h): the
       // augmentations draw on the CPU generator and compute lengths on the host, so nothing is
@@ -157,9 +163,12 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
   const at::Tensor source = identity ? at::Tensor() : features::to_device_async(r.source, device_);
   auto pick = [&](const at::Tensor& t) { return identity ? t : t.index_select(0, source); };
   auto pick_host = [&](const at::Tensor& t) { return identity ? t : t.index_select(0, r.source); };
-  const at::Tensor src = cnn_->forward(feats);
-  const at::Tensor enc_lengths_host = abs_lengths(r.rel, src.size(1));
+  frames = abs_lengths(r.rel, feats.size(1));
+  const at::Tensor src = cnn_->forward(feats, frames);
+  const at::Tensor enc_lengths_host = cnn_->output_lengths(frames).clamp(1, src.size(1));
   const at::Tensor enc_lengths = features::to_device_async(enc_lengths_host, device_);
+  // From here on rel is relative to the encoder's frames (round(rel * T'') = enc_lengths).
+  r.rel = enc_lengths_host.to(torch::kFloat64) / static_cast<double>(src.size(1));
   const at::Tensor enc_out = transformer_->encode(src, enc_lengths);
   at::Tensor dec_out;
   if (kind_ == TaskKind::kS2S) {

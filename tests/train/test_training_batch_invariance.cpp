@@ -208,11 +208,11 @@ TEST_CASE("training is batch-invariant: the model's loss and gradients", "[train
   }
 }
 
-// The trainer's forward pass (train_CTC.py / train_S2S.py semantics): the front end reflects
-// each row at the end of the padded batch, and encoder lengths are round(rel * T') of the padded
-// batch, so an utterance's last frames and its number of CTC frames depend on its partners
-// (docs/models.md). Hidden until the trainer uses each utterance's own lengths.
-TEST_CASE("training is batch-invariant: the trainer's loss and gradients", "[.trainer-batch]") {
+// The trainer's forward pass: filterbank, normalization, front end and losses with each
+// utterance's own frame counts (SpeechBrain's train_CTC.py / train_S2S.py instead reflect each
+// row at the end of the padded batch and round rel * T' of the padded batch, which made an
+// utterance's last frames and its number of CTC frames depend on its partners; docs/models.md).
+TEST_CASE("training is batch-invariant: the trainer's loss and gradients", "[train]") {
   masr::runtime::register_all_classes();
   const auto [a, b] = two_utterances();
   for (const Case& c : cases()) {
