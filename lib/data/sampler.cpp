@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -176,6 +177,16 @@ void DynamicBatchSampler::generate() {
     shuffled.reserve(batches_.size());
     for (size_t k : perm) shuffled.push_back(std::move(batches_[k]));
     batches_ = std::move(shuffled);
+    if (options_.step_round > 1) {
+      std::vector<size_t> bucket;
+      bucket.reserve(batches_.size());
+      for (const Batch& b : batches_) {
+        bucket.push_back(static_cast<size_t>(
+            std::lower_bound(boundaries_.begin(), boundaries_.end(), max_length(b, lengths_)) -
+            boundaries_.begin()));
+      }
+      batches_ = group_rounds_by_bucket(std::move(batches_), bucket, options_.step_round);
+    }
   } else {
     const bool ascending = options_.batch_ordering == BatchOrdering::kAscending;
     // Python's sorted (also with reverse=True) keeps equal keys in their original order.
@@ -200,6 +211,31 @@ std::string DynamicBatchSampler::describe() const {
     out << "]: batch size " << bucket_sizes_[i] << ", " << bucket_counts_[i] << " examples\n";
   }
   return out.str();
+}
+
+std::vector<Batch> group_rounds_by_bucket(std::vector<Batch> batches,
+                                          const std::vector<size_t>& bucket, size_t round) {
+  if (bucket.size() != batches.size()) {
+    throw Error(ErrorKind::kInternal, "group_rounds_by_bucket: one bucket per batch expected");
+  }
+  if (round <= 1) return batches;
+  std::vector<Batch> out;
+  out.reserve(batches.size());
+  std::map<size_t, std::vector<size_t>> pending;  // bucket -> batch indices not yet emitted
+  std::vector<size_t> first_seen;                  // buckets in order of first appearance
+  for (size_t i = 0; i < batches.size(); ++i) {
+    auto [it, added] = pending.try_emplace(bucket[i]);
+    if (added) first_seen.push_back(bucket[i]);
+    it->second.push_back(i);
+    if (it->second.size() == round) {
+      for (size_t k : it->second) out.push_back(std::move(batches[k]));
+      it->second.clear();
+    }
+  }
+  for (size_t b : first_seen) {
+    for (size_t k : pending[b]) out.push_back(std::move(batches[k]));
+  }
+  return out;
 }
 
 std::vector<Batch> fixed_size_batches(const std::vector<double>& lengths,

@@ -27,6 +27,11 @@ struct DynamicBatchOptions {
   BatchOrdering batch_ordering = BatchOrdering::kRandom;
   uint64_t seed = 42;
   bool drop_last = false;  // drop the partly filled buckets left at the end
+  // Batches taken together by one optimizer step (data-parallel ranks x gradient accumulation).
+  // Above 1, random ordering hands out rounds of that many batches from one length bucket, so
+  // that the ranks of a step get batches of similar cost and none waits long for the slowest at
+  // the gradient all-reduce (group_rounds_by_bucket). 1: SpeechBrain's order.
+  size_t step_round = 1;
 
   void validate() const;  // config errors name the field
 };
@@ -81,6 +86,13 @@ struct FixedBatchOptions {
 // (stable, as SB's filtered_sorted), or a random permutation (randperm seeded with seed + epoch).
 std::vector<Batch> fixed_size_batches(const std::vector<double>& lengths,
                                       const FixedBatchOptions& options, int64_t epoch = 0);
+
+// Reorders `batches` (bucket[i]: batch i's length bucket) so that each run of `round`
+// consecutive batches, from the start, comes from one bucket: a bucket's batches keep their
+// order and a round is emitted where its last batch stood. The batches left over in buckets
+// with fewer than `round` go at the end, bucket by bucket. A permutation: nothing is lost.
+std::vector<Batch> group_rounds_by_bucket(std::vector<Batch> batches,
+                                          const std::vector<size_t>& bucket, size_t round);
 
 // A random permutation of 0..n-1 as torch.randperm(n, generator=manual_seed(seed)) gives it.
 std::vector<size_t> seeded_randperm(size_t n, uint64_t seed);

@@ -114,6 +114,7 @@ TrainConfig train_config_from(const hparams::Hparams& hp, bool language_model) {
   c.number_of_epochs = int_or(hp, "number_of_epochs", 1);
   c.seed = int_or(hp, "seed", 0);
   c.grad_accumulation_factor = int_or(hp, "grad_accumulation_factor", 1);
+  c.bucket_aligned_steps = bool_or(hp, "bucket_aligned_steps", true);
   c.max_grad_norm = double_or(hp, "max_grad_norm", 5.0);
   c.precision = string_or(hp, "precision", "fp32");
   c.activation_checkpointing = bool_or(hp, "activation_checkpointing", false);

@@ -32,6 +32,9 @@ struct TrainConfig {
   int64_t number_of_epochs = 1;
   int64_t seed = 0;
   int64_t grad_accumulation_factor = 1;
+  // Dynamic batching: the batches of one optimizer step (over ranks and accumulation) come from
+  // one length bucket (DynamicBatchOptions::step_round). hparams `bucket_aligned_steps`.
+  bool bucket_aligned_steps = true;
   double max_grad_norm = 5.0;
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (the last two on CUDA only)
   // Encoder layers keep only their inputs and run again in the backward (nn/checkpoint.h).

@@ -55,6 +55,13 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
     config_.ckpt_interval_minutes = options_.ckpt_interval_minutes;
   }
   parallel_ = options_.parallel ? options_.parallel : std::make_shared<DataParallel>();
+  if (config_.bucket_aligned_steps) {
+    // One optimizer step takes world_size x grad_accumulation_factor consecutive batches; they
+    // come from one length bucket (data/sampler.h), so one process accumulating N batches still
+    // trains exactly as N ranks do.
+    config_.train_batching.dynamic_options.step_round =
+        static_cast<size_t>(parallel_->world_size() * config_.grad_accumulation_factor);
+  }
   device_ = pick_training_device(options_.device);
   if (!device_.is_cuda() && config_.precision != "fp32") {
     MASR_LOG_INFO("train: precision %s applies on CUDA only; training in fp32 on the CPU",

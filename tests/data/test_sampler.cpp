@@ -2,6 +2,7 @@
 // DynamicBatchSampler and fixed-size batching on hand-computable datasets; torch's randperm
 // seeding and the log-normal boundaries pinned against Python.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -151,4 +152,60 @@ TEST_CASE("fixed-size batches with sorting", "[data]") {
         std::vector<Batch>{{perm[0], perm[1]}, {perm[2], perm[3]}, {perm[4]}});
   o.batch_size = 0;
   CHECK_THROWS_WITH(fixed_size_batches(lengths, o), Catch::Contains("batch_size must be > 0"));
+}
+
+TEST_CASE("group_rounds_by_bucket hands out rounds from one bucket", "[data]") {
+  // Batches 0..7 in buckets A B A C B A B C (A=0, B=1, C=2), rounds of 2.
+  std::vector<Batch> batches;
+  for (size_t i = 0; i < 8; ++i) batches.push_back({i});
+  const std::vector<size_t> bucket = {0, 1, 0, 2, 1, 0, 1, 2};
+  const auto out = group_rounds_by_bucket(batches, bucket, 2);
+  // A round is emitted where its second batch stands: {0,2} at 2, {1,4} at 4, {3,7} at 7; then
+  // the leftovers by first appearance of their bucket: 5 (A), 6 (B).
+  const std::vector<Batch> expected = {{0}, {2}, {1}, {4}, {3}, {7}, {5}, {6}};
+  CHECK(out == expected);
+  CHECK(group_rounds_by_bucket(batches, bucket, 1) == batches);
+  CHECK_THROWS(group_rounds_by_bucket(batches, {0, 1}, 2));
+}
+
+TEST_CASE("DynamicBatchSampler step_round: rounds share a bucket, the batches are the same",
+          "[data]") {
+  std::vector<double> lengths;
+  for (int i = 0; i < 300; ++i) lengths.push_back(0.5 + (i * 37 % 100) * 0.2);
+  DynamicBatchOptions o;
+  o.max_batch_length = 60.0;
+  o.num_buckets = 6;
+  o.seed = 7;
+  DynamicBatchSampler plain(lengths, o, 3);
+  for (size_t round : {2, 4}) {
+    o.step_round = round;
+    DynamicBatchSampler grouped(lengths, o, 3);
+    const auto& b = grouped.batches();
+    // A permutation of the same batches.
+    std::multiset<Batch> a_set(plain.batches().begin(), plain.batches().end());
+    std::multiset<Batch> b_set(b.begin(), b.end());
+    CHECK(a_set == b_set);
+    CHECK(b != plain.batches());
+    const auto& bounds = grouped.bucket_boundaries();
+    auto bucket_of = [&](const Batch& batch) {
+      double longest = 0.0;
+      for (size_t i : batch) longest = std::max(longest, lengths[i]);
+      return std::lower_bound(bounds.begin(), bounds.end(), longest) - bounds.begin();
+    };
+    // Every complete round before the leftovers comes from one bucket.
+    size_t mixed = 0;
+    for (size_t start = 0; start + round <= b.size(); start += round) {
+      for (size_t k = 1; k < round; ++k) mixed += bucket_of(b[start + k]) != bucket_of(b[start]);
+    }
+    // Leftovers: fewer than `round` per bucket, so at most (buckets) x (round - 1) batches.
+    const size_t buckets = bounds.size() + 1;
+    CHECK(mixed <= buckets * (round - 1));
+    size_t uniform_rounds = 0;
+    for (size_t start = 0; start + round <= b.size() - buckets * (round - 1); start += round) {
+      bool same = true;
+      for (size_t k = 1; k < round; ++k) same = same && bucket_of(b[start + k]) == bucket_of(b[start]);
+      uniform_rounds += same;
+    }
+    CHECK(uniform_rounds == (b.size() - buckets * (round - 1)) / round);
+  }
 }
