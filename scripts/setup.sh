@@ -25,6 +25,12 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   # corpus synthesis for tests and the quick-start recipe
   espeak-ng fortunes-min fortunes sox
+  # the generator's other engines, voices, codecs and text (docs/synth-corpus.md; the same list as
+  # scripts/synth_deps.sh): festival with its kal and ked diphone voices and the evaluation-only HTS
+  # voice, flite, Opus and GSM codecs, and text for sentences (fortune-anarchism, the King James
+  # Bible, WordNet's usage examples)
+  festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts flite opus-tools libgsm-tools
+  fortune-anarchism bible-kjv bible-kjv-text wordnet-base
 )
 
 missing=()
