@@ -24,9 +24,8 @@ if [[ "$sanitize" != 0 ]]; then
   if [[ "$sanitize" == full ]]; then
     cmake --build build-asan --parallel "$(nproc)" --target test_base test_masr test_cli mamba-asr
     # Skipped: the LibriSpeech recipe test (minutes of training that the unit tests cover), the
-    # corpus generator test (shell and Python only),
-    # nvcc check, and the tests that load SentencePiece (fuzz/asan_skip.txt: ASan refuses the
-    # shim's RTLD_DEEPBIND).
+    # corpus generator test (shell and Python only), the nvcc check, and the tests that load
+    # SentencePiece (fuzz/asan_skip.txt: ASan refuses the shim's RTLD_DEEPBIND).
     skip="recipe_librispeech_fake_tree|cuda_kernels_compile_nvcc|synth_corpus_engines"
     while IFS= read -r name; do
       [[ -z "$name" || "$name" == \#* ]] && continue
