@@ -15,6 +15,7 @@
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
 #   stepshape bench train-step at the real batches' shape (96 x 4.3 s)
+#   ddplongsb  ddplong with --speechbrain-batch-order (SpeechBrain's batch order)
 #   epochlong, ddplong, stepshapelong (also at the corpus's 5 tokens/s), epochlongexp (with
 #             PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the same on .benchdata/train_long.csv (utterances of
 #             LibriSpeech-like length, 16 s on average: bench/make_benchdata.sh) and its shape
@@ -225,6 +226,12 @@ stage_epochlongexp() {  # the caching allocator with expandable segments (variab
     train_run epochlong-exp-1gpu 1
 }
 stage_ddplong() { TRAIN_CSV=train_long.csv CUDA_VISIBLE_DEVICES=0,1 train_run epochlong-2gpu 2 --nproc 2; }
+# The same with SpeechBrain's batch order (each rank's batch from any bucket): the A/B of
+# bucket_aligned_steps (docs/training.md).
+stage_ddplongsb() {
+  TRAIN_CSV=train_long.csv CUDA_VISIBLE_DEVICES=0,1 train_run epochlong-2gpu-sborder 2 --nproc 2 \
+    --speechbrain-batch-order
+}
 stage_epochomp() { OMP_NUM_THREADS=16 CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu-omp16 1; }
 stage_ddp() { CUDA_VISIBLE_DEVICES=0,1 train_run epoch-2gpu 2 --nproc 2; }
 

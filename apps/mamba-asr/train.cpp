@@ -33,6 +33,7 @@ struct TrainOptions {
   bool nproc_given = false;
   int64_t profile_steps = 0;
   bool activation_checkpointing = false;
+  bool speechbrain_batch_order = false;
 };
 
 // SIGINT/SIGTERM ask the trainer to write a checkpoint and stop at the next optimizer step; a
@@ -174,6 +175,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   run.ckpt_interval_minutes = options.ckpt_every_minutes;
   run.profile_steps = options.profile_steps;
   run.activation_checkpointing = options.activation_checkpointing;
+  run.speechbrain_batch_order = options.speechbrain_batch_order;
   if (const auto env = train::parallel_env_from_environment(); env && env->world_size > 1) {
     if (env->rank != 0) set_log_level(LogLevel::kWarn);  // rank 0 speaks for all
     run.device = rank_device(global.device, env->local_rank);
@@ -255,6 +257,11 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                 "Keep only each encoder layer's input for the backward and run the layer again "
                 "there: less GPU memory for about one more encoder forward per step (hparams "
                 "activation_checkpointing; docs/training.md)");
+  cmd->add_flag("--speechbrain-batch-order", options->speechbrain_batch_order,
+                "Hand out the batch plan as SpeechBrain does: the batches of one step (over "
+                "--nproc ranks and grad_accumulation_factor) from any length bucket. Default: "
+                "from one bucket, so ranks wait less for each other (hparams "
+                "bucket_aligned_steps; docs/training.md)");
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");
   add_global_options(*cmd, global);

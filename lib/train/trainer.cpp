@@ -51,6 +51,7 @@ Trainer::Trainer(const hparams::Hparams& hp, TrainRunOptions options)
     : hp_(hp), options_(std::move(options)), config_(train_config_from(hp)) {
   if (options_.ckpt_interval_steps >= 0) config_.ckpt_interval_steps = options_.ckpt_interval_steps;
   if (options_.activation_checkpointing) config_.activation_checkpointing = true;
+  if (options_.speechbrain_batch_order) config_.bucket_aligned_steps = false;
   if (options_.ckpt_interval_minutes >= 0) {
     config_.ckpt_interval_minutes = options_.ckpt_interval_minutes;
   }

@@ -36,6 +36,9 @@ struct TrainRunOptions {
   double ckpt_interval_minutes = -1.0;
   // true: checkpoint the encoder layers' activations whatever the hparams say (--activation-checkpointing).
   bool activation_checkpointing = false;
+  // true: the batches of a step from any length bucket, whatever the hparams say
+  // (--speechbrain-batch-order; TrainConfig::bucket_aligned_steps).
+  bool speechbrain_batch_order = false;
   // > 0: time the phases of the first N batches (train/step_profile.h), print the table and write
   // <output_folder>/profile.json (profile-rank<R>.json on other ranks), then train on.
   int64_t profile_steps = 0;
