@@ -195,7 +195,10 @@ BenchResult TrainStepBench::run(const StepSpec& spec, const BenchSettings& setti
   if (settings.profile) {
     for (const train::PhaseSummary& p : profile.summary()) {
       r.metrics.emplace_back("profile." + p.name + "_ms", p.median_ms);
-      if (s.device.is_cuda()) r.metrics.emplace_back("profile." + p.name + "_syncs", p.syncs);
+      if (s.device.is_cuda()) {
+        r.metrics.emplace_back("profile." + p.name + "_syncs", p.syncs);
+        r.metrics.emplace_back("profile." + p.name + "_host_ms", p.host_median_ms);
+      }
     }
     std::cerr << "train-step profile, " << shape_note(spec) << ":\n" << profile.table();
     if (!settings.trace.empty()) {  // with a trace: the profile's JSON (sync sites) beside it

@@ -35,7 +35,8 @@ struct StepProfile::State {
   bool cuda = false;
   std::vector<std::string> names;                  // phases in order of first appearance
   std::vector<std::vector<double>> ms;             // [phase][step]
-  std::vector<double> step_ms;                     // [step]
+  std::vector<std::vector<double>> host_ms;        // [phase][step], host clock
+  std::vector<double> step_ms, step_host_ms;       // [step]
   std::vector<double> syncs;                       // [phase], summed over steps
   std::map<std::string, int> sync_sites;           // "phase: call stack" -> count
   // The running step: boundary i opens phase marks[i] (the last boundary closes the step).
@@ -53,6 +54,7 @@ struct StepProfile::State {
     }
     names.emplace_back(name);
     ms.emplace_back(step_ms.size(), 0.0);  // earlier steps spent nothing in it
+    host_ms.emplace_back(step_ms.size(), 0.0);
     syncs.push_back(0.0);
     return static_cast<int>(names.size() - 1);
   }
@@ -60,22 +62,25 @@ struct StepProfile::State {
   void boundary(int phase) {
     const size_t k = marks.size();
     marks.push_back(phase);
+    if (clock.size() <= k) clock.resize(k + 1);
+    clock[k] = std::chrono::steady_clock::now();
 #ifdef MASR_WITH_CUDA
     if (cuda) {
       while (events.size() <= k) events.emplace_back(cudaEventDefault);
       events[k].record();
-      return;
     }
 #endif
-    if (clock.size() <= k) clock.resize(k + 1);
-    clock[k] = std::chrono::steady_clock::now();
+  }
+
+  double host_elapsed_ms(size_t from, size_t to) const {
+    return std::chrono::duration<double, std::milli>(clock[to] - clock[from]).count();
   }
 
   double elapsed_ms(size_t from, size_t to) {
 #ifdef MASR_WITH_CUDA
     if (cuda) return static_cast<double>(events[from].elapsed_time(events[to]));
 #endif
-    return std::chrono::duration<double, std::milli>(clock[to] - clock[from]).count();
+    return host_elapsed_ms(from, to);
   }
 };
 
@@ -121,13 +126,17 @@ void StepProfile::end_step() {
   if (s.cuda) s.events[s.marks.size() - 1].synchronize();
 #endif
   for (auto& column : s.ms) column.push_back(0.0);
-  double total = 0.0;
+  for (auto& column : s.host_ms) column.push_back(0.0);
+  double total = 0.0, host_total = 0.0;
   for (size_t k = 0; k + 1 < s.marks.size(); ++k) {
-    const double t = s.elapsed_ms(k, k + 1);
+    const double t = s.elapsed_ms(k, k + 1), host = s.host_elapsed_ms(k, k + 1);
     s.ms[static_cast<size_t>(s.marks[k])].back() += t;
+    s.host_ms[static_cast<size_t>(s.marks[k])].back() += host;
     total += t;
+    host_total += host;
   }
   s.step_ms.push_back(total);
+  s.step_host_ms.push_back(host_total);
 }
 
 int64_t StepProfile::steps() const { return static_cast<int64_t>(state_->step_ms.size()); }
@@ -160,28 +169,35 @@ std::vector<PhaseSummary> StepProfile::summary() const {
     for (double t : s.ms[i]) p.mean_ms += t / steps;
     p.share = step_mean > 0 ? p.mean_ms / step_mean : 0.0;
     p.syncs = s.syncs[i] / steps;
+    p.host_median_ms = median_of(s.host_ms[i]);
     sync_total += p.syncs;
     out.push_back(p);
   }
-  out.push_back({"step", median_of(s.step_ms), step_mean, 1.0, sync_total});
+  out.push_back({"step", median_of(s.step_ms), step_mean, 1.0, sync_total,
+                 median_of(s.step_host_ms)});
   return out;
 }
 
 std::string StepProfile::table() const {
   std::string out;
   char line[160];
-  std::snprintf(line, sizeof(line), "%-16s %10s %10s %7s %8s\n", "phase", "median ms", "mean ms",
-                "share", "syncs");
+  std::snprintf(line, sizeof(line), "%-16s %10s %10s %7s %8s %10s\n", "phase", "median ms",
+                "mean ms", "share", "syncs", "host ms");
   out += line;
   for (const PhaseSummary& p : summary()) {
-    if (p.name == "step") out += std::string(55, '-') + "\n";
-    char syncs[16] = "-";  // counted on CUDA only
-    if (state_->cuda) std::snprintf(syncs, sizeof(syncs), "%.1f", p.syncs);
-    std::snprintf(line, sizeof(line), "%-16s %10.2f %10.2f %6.1f%% %8s\n", p.name.c_str(),
-                  p.median_ms, p.mean_ms, 100.0 * p.share, syncs);
+    if (p.name == "step") out += std::string(66, '-') + "\n";
+    char syncs[16] = "-", host[16] = "-";  // counted and timed apart on CUDA only
+    if (state_->cuda) {
+      std::snprintf(syncs, sizeof(syncs), "%.1f", p.syncs);
+      std::snprintf(host, sizeof(host), "%.2f", p.host_median_ms);
+    }
+    std::snprintf(line, sizeof(line), "%-16s %10.2f %10.2f %6.1f%% %8s %10s\n", p.name.c_str(),
+                  p.median_ms, p.mean_ms, 100.0 * p.share, syncs, host);
     out += line;
   }
-  std::snprintf(line, sizeof(line), "(%lld steps; %s timing; syncs: host-device synchronisations per step)\n",
+  std::snprintf(line, sizeof(line),
+                "(%lld steps; %s timing; syncs: host-device synchronisations per step; host ms: "
+                "median time the host took to queue the phase)\n",
                 static_cast<long long>(steps()), state_->cuda ? "CUDA event" : "steady-clock");
   return out + line;
 }
@@ -193,7 +209,8 @@ nlohmann::json StepProfile::json() const {
                       {"median_ms", p.median_ms},
                       {"mean_ms", p.mean_ms},
                       {"share", p.share},
-                      {"syncs_per_step", p.syncs}});
+                      {"syncs_per_step", p.syncs},
+                      {"host_median_ms", p.host_median_ms}});
   }
   nlohmann::json sites = nlohmann::json::array();
   for (const auto& [site, count] : state_->sync_sites) {

@@ -8,7 +8,10 @@
 // idle, a phase's time is max(host time, device time) of its work, which is what a user waits for.
 //
 // On CUDA the profile also counts the operations that synchronise the host with the device
-// (`.item()`, copies from pageable memory, ...) per phase, through LibTorch's sync debug mode.
+// (`.item()`, copies from pageable memory, ...) per phase, through LibTorch's sync debug mode, and
+// times the host between the same boundaries: the time it took to queue the phase's work. A step
+// whose host time reaches its device time is bound by the host (launch overhead, Python-free as
+// it is), not by the GPU: more work per kernel (larger batches, CUDA graphs) is then what helps.
 //
 // Code deep inside the step marks phases with `profile_phase("encoder")`, a no-op unless a
 // profile is active on the calling thread (ActiveProfile), so nothing is passed around.
@@ -29,6 +32,7 @@ struct PhaseSummary {
   double mean_ms = 0.0;
   double share = 0.0;      // of the mean step time
   double syncs = 0.0;      // host synchronisations per step (CUDA only; 0 on the CPU)
+  double host_median_ms = 0.0;  // host time between the phase's boundaries (= median_ms on the CPU)
 };
 
 class StepProfile {

@@ -70,12 +70,16 @@ TEST_CASE("StepProfile: consecutive phases, repeated phases add up, medians over
   CHECK(step.median_ms >= 35.0);
   CHECK(phase_named(phases, "a").share + phase_named(phases, "b").share == Approx(1.0));
   CHECK(step.syncs == 0.0);  // counted on CUDA only
+  // One clock on the CPU: the host time is the phase's time.
+  CHECK(phase_named(phases, "a").host_median_ms == phase_named(phases, "a").median_ms);
+  CHECK(step.host_median_ms == Approx(step.median_ms));
 
   const nlohmann::json j = profile.json();
   CHECK(j["steps"] == 3);
   CHECK(j["timing"] == "steady-clock");
   REQUIRE(j["phases"].size() == 3);
   CHECK(j["phases"][0]["phase"] == "a");
+  CHECK(j["phases"][0]["host_median_ms"].get<double>() >= 30.0);
   const std::string table = profile.table();
   CHECK_THAT(table, Catch::Contains("phase") && Catch::Contains("median ms") &&
                         Catch::Contains("step") && Catch::Contains("3 steps"));
