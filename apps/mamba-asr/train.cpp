@@ -14,9 +14,8 @@
 #include "runtime/auto_settings.h"
 #include "runtime/device.h"
 #include "train/c10d_data_parallel.h"
-#include "train/lm_trainer.h"
 #include "train/local_launcher.h"
-#include "train/trainer.h"
+#include "train/train_loop.h"
 
 namespace masr::cli {
 namespace {
@@ -181,26 +180,16 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
     run.device = rank_device(global.device, env->local_rank);
     if (!options.average_only) run.parallel = train::make_c10d_data_parallel(*env, run.device);
   }
-  // An LM recipe (`model` is a TransformerLM) goes to the LM trainer; both share one interface.
-  std::unique_ptr<train::Trainer> asr;
-  std::unique_ptr<train::LmTrainer> lm;
-  if (train::is_language_model(hp)) {
-    // The LM trainer has no data-parallel wiring (parameter broadcast, rank-0-only checkpoints).
-    if (run.parallel && run.parallel->world_size() > 1) {
-      throw_config_error(options.hparams_file +
-                         ": language-model training runs in one process; drop --nproc/WORLD_SIZE");
-    }
-    lm = std::make_unique<train::LmTrainer>(hp, run);
-  } else {
-    asr = std::make_unique<train::Trainer>(hp, run);
-  }
+  // One training loop for every recipe: an LM recipe (`model` is a TransformerLM) trains the LM
+  // task, any other the ASR task (train/train_loop.h).
+  train::TrainLoop loop(hp, run);
   if (options.average_only) {
-    std::cout << (lm ? lm->average_checkpoints() : asr->average_checkpoints()) << "\n";
+    std::cout << loop.average_checkpoints() << "\n";
     return 0;
   }
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  const train::TrainOutcome outcome = lm ? lm->fit() : asr->fit();
+  const train::TrainOutcome outcome = loop.fit();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   return outcome == train::TrainOutcome::kFinished ? 0 : 130;

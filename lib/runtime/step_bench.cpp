@@ -1,5 +1,5 @@
 // lib/runtime/step_bench.cpp
-// The train step mirrors Trainer::train_batch (autocast forward, OptimizerStepper backward and
+// The train step mirrors TrainLoop::train_batch (autocast forward, OptimizerStepper backward and
 // step); the decode mirrors the greedy CTC path of `mamba-asr decode`.
 #include "runtime/step_bench.h"
 

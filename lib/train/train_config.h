@@ -58,7 +58,7 @@ struct TrainConfig {
   OptimizerConfig optimizer;
   NoamConfig scheduler;
   bool has_scheduler = false;
-  // A language model (train/lm_trainer.h): its text may come from lm_* files instead of train_csv.
+  // A language model (train/lm_train_task.h): its text may come from lm_* files, not train_csv.
   bool language_model = false;
 
   void validate() const;  // config errors name the key

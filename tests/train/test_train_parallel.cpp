@@ -33,7 +33,7 @@ void replace_once(std::string& text, const std::string& from, const std::string&
 // The tiny CTC recipe without dropout (its masks come from each process's global generator, and
 // the CNN front end's dropout defaults to 0.1 as in SpeechBrain), written to `dir`. Augmentation
 // stays on: its generator is seeded by the batch's index in the epoch, which rank r of N
-// reproduces (trainer.cpp).
+// reproduces (train_loop.cpp).
 std::string tiny_args(const std::string& dir, int accumulation) {
   std::string yaml = read_file(std::string(MASR_SOURCE_DIR) + "/hparams/CTC/conmamba_tiny.yaml");
   replace_once(yaml, "    residuals: (False, False)\n",
@@ -66,26 +66,6 @@ bool has_env(pid_t pid, const std::string& entry) {
          environ.rfind(entry + '\0', 0) == 0;
 }
 
-// The largest difference between two model files' parameters, relative to each tensor's scale;
-// names, order and integer tensors must agree exactly.
-double largest_difference(const std::string& a, const std::string& b) {
-  const auto one = models::read_checkpoint(a).state;
-  const auto two = models::read_checkpoint(b).state;
-  REQUIRE(one.size() == two.size());
-  double worst = 0.0;
-  for (size_t i = 0; i < one.size(); ++i) {
-    INFO(one[i].first);
-    REQUIRE(one[i].first == two[i].first);
-    if (!one[i].second.is_floating_point()) {
-      CHECK(torch::equal(one[i].second, two[i].second));
-      continue;
-    }
-    const double scale = std::max(1e-3, one[i].second.abs().max().item<double>());
-    worst = std::max(worst, (one[i].second - two[i].second).abs().max().item<double>() / scale);
-  }
-  return worst;
-}
-
 }  // namespace
 
 TEST_CASE("torchrun variables: two nodes of two ranks on one host train as one process would",
@@ -106,7 +86,8 @@ TEST_CASE("torchrun variables: two nodes of two ranks on one host train as one p
   const int rc = testing::run_command(script);
   INFO(read_file(dir.file("rank0.log")) + read_file(dir.file("rank2.log")));
   REQUIRE(rc == 0);
-  const double worst = largest_difference(dir.file("out4/model.masr"), dir.file("out1/model.masr"));
+  const double worst =
+      testing::largest_difference(dir.file("out4/model.masr"), dir.file("out1/model.masr"));
   // Four ranks' average (a + b + c + d) / 4 and one process's accumulation round differently
   // (measured 1.8e-5 after 4 Adam steps); a batch dealt to the wrong rank or a missing rank's
   // gradient moves parameters by orders of magnitude more (the --nproc 2 test below notes 1.6).
@@ -127,7 +108,8 @@ TEST_CASE("train --nproc 2 ends with the parameters of one process accumulating 
                                       dir.file("two.log"));
   INFO(read_file(dir.file("two.log")));
   REQUIRE(rc == 0);
-  const double worst = largest_difference(dir.file("out2/model.masr"), dir.file("out1/model.masr"));
+  const double worst =
+      testing::largest_difference(dir.file("out2/model.masr"), dir.file("out1/model.masr"));
   CHECK(worst < 1e-5);
   // Measured: 0 (x/2 + y/2 and (x + y)/2 round alike); with the CNN's default dropout 0.1 it is
   // about 1.6, so the comparison does bite.

@@ -1,8 +1,10 @@
 // tests/train/train_fixtures.h
 // A tiny synthetic corpus for trainer tests (tones and noise standing for words, so nothing is
-// downloaded), and helpers to run the mamba-asr binary on it.
+// downloaded), helpers to run the mamba-asr binary on it, and a comparison of the model files
+// that runs end with.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "../text/text_corpus.h"
 #include "audio/audio_reader.h"
+#include "models/checkpoint.h"
 
 namespace masr::testing {
 
@@ -70,6 +75,26 @@ inline std::string tiny_ctc_args(const std::string& corpus, const std::string& o
 inline int run_command(const std::string& command) {
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The largest difference between two model files' parameters, relative to each tensor's scale;
+// names, order and integer tensors must agree exactly.
+inline double largest_difference(const std::string& a, const std::string& b) {
+  const auto one = models::read_checkpoint(a).state;
+  const auto two = models::read_checkpoint(b).state;
+  REQUIRE(one.size() == two.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    INFO(one[i].first);
+    REQUIRE(one[i].first == two[i].first);
+    if (!one[i].second.is_floating_point()) {
+      CHECK(torch::equal(one[i].second, two[i].second));
+      continue;
+    }
+    const double scale = std::max(1e-3, one[i].second.abs().max().item<double>());
+    worst = std::max(worst, (one[i].second - two[i].second).abs().max().item<double>() / scale);
+  }
+  return worst;
 }
 
 }  // namespace masr::testing

@@ -1,21 +1,21 @@
-// lib/train/trainer.h
-// `mamba-asr train`: the epoch loop of SpeechBrain's Brain.fit for the CTC and S2S recipes, with
-// gradient accumulation, clipping, Noam steps, validation, best-N checkpoints, averaging, and
-// exact resumption from the newest checkpoint (mid-epoch included).
+// lib/train/train_loop.h
+// `mamba-asr train`: SpeechBrain's Brain.fit, written once for every kind of model (a TrainTask:
+// the CTC and S2S recipes, the LM recipe). Epochs and their batches, gradient accumulation,
+// clipping and Noam steps (OptimizerStepper), non-finite steps skipped and reported, validation,
+// best-N checkpoints and their averaging, exact resumption from the newest checkpoint (mid-epoch
+// included), logs, progress, --profile, and data-parallel ranks that start from rank 0's
+// parameters and agree on when to stop.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 
-#include <torch/torch.h>
+#include <ATen/Tensor.h>
 
-#include "data/manifest.h"
 #include "hparams/hparams.h"
-#include "models/asr_model.h"
-#include "text/tokenizer.h"
-#include "train/asr_task.h"
 #include "train/checkpointer.h"
 #include "train/data_parallel.h"
 #include "train/optimizer_stepper.h"
@@ -23,6 +23,7 @@
 #include "train/step_profile.h"
 #include "train/train_config.h"
 #include "train/train_logger.h"
+#include "train/train_task.h"
 
 namespace masr::train {
 
@@ -34,7 +35,8 @@ struct TrainRunOptions {
   // Override the hparams' ckpt_interval_steps / ckpt_interval_minutes when >= 0.
   int64_t ckpt_interval_steps = -1;
   double ckpt_interval_minutes = -1.0;
-  // true: checkpoint the encoder layers' activations whatever the hparams say (--activation-checkpointing).
+  // true: checkpoint the encoder layers' activations whatever the hparams say
+  // (--activation-checkpointing).
   bool activation_checkpointing = false;
   // true: the batches of a step from any length bucket, whatever the hparams say
   // (--speechbrain-batch-order; TrainConfig::bucket_aligned_steps).
@@ -49,22 +51,23 @@ at::Device pick_training_device(const std::string& name);
 
 enum class TrainOutcome { kFinished, kStopped };
 
-class Trainer {
+class TrainLoop {
  public:
-  // Builds everything from resolved hparams: config, modules, tokenizer (trained when missing),
-  // optimizer, scheduler; writes <output_folder>/hyperparams.yaml.
-  Trainer(const hparams::Hparams& hp, TrainRunOptions options);
-  ~Trainer();
+  // Builds everything from resolved hparams: the config (with `options`' overrides), the task
+  // (an LM recipe when `model` is a TransformerLM, else ASR) with its data, tokenizer (trained
+  // when missing) and model, the optimizer and scheduler; writes <output_folder>/hyperparams.yaml.
+  TrainLoop(const hparams::Hparams& hp, TrainRunOptions options);
+  ~TrainLoop();
 
-  // Resumes from the newest checkpoint when there is one, trains the remaining epochs, then
-  // averages the best checkpoints into the final model.
+  // Resumes from the newest checkpoint when there is one, trains the remaining epochs, then (rank
+  // 0) averages the best checkpoints into the final model and writes the task's final report.
   TrainOutcome fit();
-  // Averages the best avg_checkpoints checkpoints (models::average_checkpoints) into
-  // <output_folder>/model.masr; returns its path.
+  // Averages the best avg_checkpoints end-of-epoch checkpoints into <output_folder>/model.masr;
+  // returns its path.
   std::string average_checkpoints();
 
   const TrainConfig& config() const { return config_; }
-  AsrTask& task() { return *task_; }
+  TrainTask& task() { return *task_; }
 
  private:
   struct Position {
@@ -72,12 +75,19 @@ class Trainer {
     int64_t batch = 0;  // batches of it consumed
     int64_t step = 0;   // optimizer steps
   };
+  // What the ranks agreed on after an optimizer step.
+  struct StepFlags {
+    bool stop = false;      // a stop was requested (on any rank)
+    bool due_time = false;  // ckpt_interval_minutes has passed (on any rank)
+  };
+  void broadcast_parameters();      // every rank starts from rank 0's parameters
   bool train_epoch(int64_t epoch);  // false: stopped
-  void train_batch(const AsrBatch& batch, int64_t epoch, size_t index);
+  void train_batch(EpochBatches& batches, size_t index);
   void after_step();  // logging and step-interval checkpoints after each optimizer step
+  StepFlags agree_flags();
+  void end_epoch();                 // validation, the epoch record and its checkpoint
   void log_window(double lr_used);  // the log.jsonl step record: reads the loss sums back
   void warn_skipped();              // rank 0: the steps skipped since the last log, if any
-  std::map<std::string, double> validate(int64_t epoch);
   void save_checkpoint(bool end_of_epoch, const std::map<std::string, double>& metrics);
   void restore(const CheckpointInfo& checkpoint);
   RetentionPolicy retention() const;
@@ -90,25 +100,21 @@ class Trainer {
   const hparams::Hparams& hp_;
   TrainRunOptions options_;
   TrainConfig config_;
-  std::unique_ptr<AsrTask> task_;
-  std::shared_ptr<models::AsrModel> asr_model_;  // the same modules, for model.masr files
-  std::shared_ptr<text::Tokenizer> tokenizer_;
-  std::shared_ptr<DataParallel> parallel_;
-  data::Manifest train_set_, valid_set_;
+  std::shared_ptr<DataParallel> parallel_;  // declared before task_, which may use it to its end
+  std::unique_ptr<TrainTask> task_;
   std::unique_ptr<OptimizerStepper> stepper_;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainLogger> logger_;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<StepProfile> profile_;  // --profile N
   at::Device device_ = at::kCPU;
-  LossOptions loss_options_;
   Position pos_;
   bool pending_step_checkpoint_ = false;  // ckpt_interval_steps reached
   // This epoch's and this log window's training losses, summed on the device (no read-back per
   // batch); read at log intervals, epoch ends and checkpoints.
   LossTotals losses_;
   double shown_loss_ = 0.0;    // the epoch's average loss as last read, for the progress line
-  double window_audio_ = 0.0;  // since the last log.jsonl step record
+  double window_audio_ = 0.0;  // seconds of audio since the last log.jsonl step record
   std::chrono::steady_clock::time_point window_start_, last_checkpoint_;
 };
 

@@ -1,23 +1,21 @@
-// lib/train/trainer_checkpoint.cpp
-// The Trainer's recoverables (SpeechBrain's model / optimizer / noam_scheduler / normalizer /
-// counter, plus the RNG state and the position in the epoch) and the final averaging.
+// lib/train/train_loop_checkpoint.cpp
+// The loop's recoverables (SpeechBrain's model / optimizer / scheduler / counter, plus the RNG
+// state, the position in the epoch, the epoch's loss sums and the fp16 scaler), retention and the
+// final averaging. The model file is the task's (TrainTask::save_model).
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "models/checkpoint.h"
-#include "train/optimizer.h"
 #include "train/state_dict.h"
-#include "train/trainer.h"
+#include "train/train_loop.h"
 
 namespace masr::train {
 
-void Trainer::save_checkpoint(bool end_of_epoch, const std::map<std::string, double>& metrics) {
+void TrainLoop::save_checkpoint(bool end_of_epoch, const std::map<std::string, double>& metrics) {
   pending_step_checkpoint_ = false;
   last_checkpoint_ = std::chrono::steady_clock::now();
   if (!main()) return;
-  // model.masr (models/checkpoint.h: the model, normalizer statistics and tokenizer) holds the
-  // model and normalizer recoverables; the rest is the training state.
+  // model.masr (the task's model file) holds the model recoverables; the rest is training state.
   std::map<std::string, std::string> files;
   files["rng.ckpt"] = serialize_cpu_rng();
   CheckpointMeta meta;
@@ -29,15 +27,14 @@ void Trainer::save_checkpoint(bool end_of_epoch, const std::map<std::string, dou
   meta.counters["epoch_loss_sum"] = epoch_losses.sum;
   meta.counters["epoch_loss_count"] = static_cast<double>(epoch_losses.count);
   const std::string path = checkpointer_->save(
-      meta, files, [this](const std::string& dir) { asr_model_->save(dir + "/model.masr"); });
+      meta, files, [this](const std::string& dir) { task_->save_model(dir + "/model.masr"); });
   checkpointer_->prune(retention());
   MASR_LOG_DEBUG("train: checkpoint %s", path.c_str());
 }
 
-void Trainer::restore(const CheckpointInfo& checkpoint) {
+void TrainLoop::restore(const CheckpointInfo& checkpoint) {
   const std::string& where = checkpoint.path;
-  asr_model_->load_state(models::read_checkpoint(where + "/model.masr").state,
-                         where + "/model.masr");
+  task_->load_model(where + "/model.masr");
   stepper_->restore(checkpoint, checkpoint.meta.step);
   restore_cpu_rng(Checkpointer::read(checkpoint, "rng.ckpt"), where + "/rng.ckpt");
   const CheckpointMeta& m = checkpoint.meta;
@@ -45,12 +42,20 @@ void Trainer::restore(const CheckpointInfo& checkpoint) {
   losses_.reset_epoch(m.counter("epoch_loss_sum"),
                       static_cast<int64_t>(m.counter("epoch_loss_count")));
   shown_loss_ = losses_.read().epoch.mean();
-  MASR_LOG_INFO("train: resuming from %s (epoch %lld, batch %lld, step %lld)", where.c_str(),
-                static_cast<long long>(m.epoch), static_cast<long long>(m.batch),
+  const std::string label = task_->label();
+  const std::string subject = label.empty() ? "" : "the " + label + " ";  // "the LM "
+  MASR_LOG_INFO("train: resuming %sfrom %s (epoch %lld, batch %lld, step %lld)", subject.c_str(),
+                where.c_str(), static_cast<long long>(m.epoch), static_cast<long long>(m.batch),
                 static_cast<long long>(m.step));
 }
 
-std::string Trainer::average_checkpoints() {
+RetentionPolicy TrainLoop::retention() const {
+  RetentionPolicy policy = task_->retention();
+  policy.keep = config_.avg_checkpoints;
+  return policy;
+}
+
+std::string TrainLoop::average_checkpoints() {
   const RetentionPolicy policy = retention();
   const auto best = checkpointer_->best(policy);
   if (best.empty()) {
@@ -59,14 +64,8 @@ std::string Trainer::average_checkpoints() {
   }
   std::vector<std::string> paths;  // best first: its normalizer statistics are kept
   for (const auto& c : best) paths.push_back(c.path + "/model.masr");
-  const std::shared_ptr<models::AsrModel> averaged = models::average_checkpoints(paths);
   const std::string path = (std::filesystem::path(config_.output_folder) / "model.masr").string();
-  averaged->save(path);
-  MASR_LOG_INFO("train: averaged %zu checkpoint(s) (%s) into %s", best.size(),
-                policy.metric.empty()
-                    ? "newest"
-                    : ((policy.maximize ? "max " : "min ") + policy.metric).c_str(),
-                path.c_str());
+  task_->average_models(paths, policy, path);
   return path;
 }
 

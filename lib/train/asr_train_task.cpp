@@ -1,0 +1,195 @@
+// lib/train/asr_train_task.cpp
+// The ASR recipes' data, batches, validation and model files for the training loop.
+#include "train/asr_train_task.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "core/log.h"
+#include "data/loader.h"
+#include "features/augment_interface.h"
+#include "models/checkpoint.h"
+#include "text/scoring.h"
+#include "train/autocast.h"
+#include "train/step_profile.h"
+#include "train/train_data.h"
+
+namespace masr::train {
+namespace {
+
+int worker_count(int requested) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(0, std::min(requested, cores));
+}
+
+}  // namespace
+
+// An epoch's utterances, read, perturbed, tokenized and padded (and for a GPU page-locked) by
+// the loader's workers: on the training thread that work (its page faults, the staging copy)
+// left the GPU idle between steps.
+class AsrTrainTask::Epoch final : public EpochBatches {
+ public:
+  Epoch(AsrTrainTask& task, int64_t epoch, std::vector<data::Batch> batches)
+      : task_(task),
+        epoch_(epoch),
+        maker_(task.tokenizer_, task.config().sample_rate, speed_perturb_of(*task.context_.hp),
+               static_cast<uint64_t>(task.config().seed)),
+        loader_(
+            task.train_set_, std::move(batches),
+            [this](const data::ManifestRow& row) { return maker_(row, true, epoch_); },
+            [&task](std::vector<Utterance> items) {
+              AsrBatch b = collate(std::move(items), task.config().sample_rate, task.config());
+              if (task.context_.device.is_cuda()) b.pin_host_memory();
+              return b;
+            },
+            {worker_count(task.config().num_workers), 2}) {}
+
+  bool next() override {
+    batch_ = AsrBatch();  // the previous batch's device memory goes first
+    if (!loader_.next(host_batch_)) return false;
+    profile_phase("host-to-device");
+    batch_ = host_batch_.to(task_.context_.device);
+    return true;
+  }
+
+  at::Tensor loss(uint64_t global_index) override {
+    at::Generator generator = features::make_generator(mix_seed(
+        static_cast<uint64_t>(task_.config().seed), {static_cast<uint64_t>(epoch_), global_index}));
+    return task_.modules_->forward(batch_, true, epoch_, &generator, task_.loss_options_).loss;
+  }
+
+  double audio_seconds() const override { return batch_.audio_seconds; }
+
+ private:
+  AsrTrainTask& task_;
+  int64_t epoch_;
+  const UtteranceMaker maker_;  // used by loader_'s workers: declared (and destroyed) around it
+  data::DataLoader<Utterance, AsrBatch> loader_;
+  AsrBatch host_batch_, batch_;  // the loaded batch on the host, and on the device
+};
+
+AsrTrainTask::AsrTrainTask() = default;
+
+AsrTrainTask::~AsrTrainTask() {
+  if (modules_) modules_->normalizer().set_statistics_gather(0, nullptr);
+}
+
+void AsrTrainTask::load(const TaskContext& context) {
+  context_ = context;
+  const hparams::Hparams& hp = *context.hp;
+  DataParallel& parallel = *context.parallel;
+  tokenizer_ = rank0_first(parallel, [&] { return ensure_tokenizer(hp, config()); });
+  train_set_ = data::read_speechbrain_csv(config().train_csv, config().csv_replacements());
+  if (!config().valid_csv.empty()) {
+    valid_set_ = data::read_speechbrain_csv(config().valid_csv, config().csv_replacements());
+  }
+  modules_ = std::make_unique<AsrTask>(hp);
+  model_ = models::AsrModel::from_hparams(hp);
+  model_->set_tokenizer(tokenizer_);
+  modules_->to(context.device);
+  if (parallel.world_size() > 1) {
+    // Identical normalizer statistics on every rank (features/input_normalization.h).
+    DataParallel* ranks = &parallel;
+    modules_->normalizer().set_statistics_gather(
+        parallel.rank(), [ranks](const at::Tensor& local) { return ranks->all_gather(local); });
+  }
+  loss_options_ = loss_options_of(config());
+}
+
+std::string AsrTrainTask::describe() const {
+  char line[160];
+  std::snprintf(line, sizeof(line), "%s; %zu training utterances (%.1f h), %zu validation",
+                modules_->kind() == TaskKind::kS2S ? "S2S" : "CTC", train_set_.size(),
+                train_set_.total_duration() / 3600, valid_set_.size());
+  return line;
+}
+
+std::unique_ptr<EpochBatches> AsrTrainTask::open_epoch(int64_t epoch,
+                                                       std::vector<data::Batch> batches) {
+  return std::make_unique<Epoch>(*this, epoch, std::move(batches));
+}
+
+std::map<std::string, double> AsrTrainTask::validate(int64_t epoch) {
+  if (valid_set_.size() == 0) return {};
+  DataParallel& parallel = *context_.parallel;
+  const at::Device device = context_.device;
+  modules_->train(false);
+  torch::NoGradGuard no_grad;
+  const UtteranceMaker maker(tokenizer_, config().sample_rate, nullptr, 0);
+  data::DataLoader<Utterance> loader(
+      valid_set_,
+      epoch_batches(valid_set_, config().valid_batching, 1, parallel.rank(), parallel.world_size(),
+                    /*same_count=*/false),
+      [&maker](const data::ManifestRow& row) { return maker(row, false, 0); },
+      {worker_count(config().num_workers), 2});
+  const bool search = epoch % config().valid_search_interval == 0;
+  const bool s2s = modules_->kind() == TaskKind::kS2S;
+  text::ErrorRateStats wer, cer(/*split_tokens=*/true);
+  double loss_sum = 0.0, batches = 0.0, correct = 0.0, counted = 0.0;
+  std::vector<Utterance> items;
+  while (loader.next(items)) {
+    const AsrBatch batch = collate(std::move(items), config().sample_rate, config()).to(device);
+    AutocastGuard autocast(device, config().precision);
+    const ForwardResult r = modules_->forward(batch, false, epoch, nullptr, loss_options_);
+    loss_sum += r.loss.item<double>(), batches += 1;
+    if (s2s) {
+      const auto [c, n] = token_accuracy(r.p_seq, batch.tokens_eos, batch.tokens_eos_rel);
+      correct += static_cast<double>(c), counted += static_cast<double>(n);
+    }
+    if (!search) continue;
+    const auto hyps = AsrTask::ctc_greedy(r.p_ctc, r.rel, config().blank_index);
+    for (size_t i = 0; i < hyps.size(); ++i) {
+      const auto ref = text::split_words(batch.words[i]);
+      const auto hyp = text::split_words(tokenizer_->decode(hyps[i]));
+      wer.append(batch.ids[i], ref, hyp);
+      cer.append(batch.ids[i], ref, hyp);
+    }
+  }
+  std::map<std::string, double> metrics;
+  metrics["valid_loss"] = parallel.sum(loss_sum) / std::max(1.0, parallel.sum(batches));
+  if (s2s) metrics["ACC"] = parallel.sum(correct) / std::max(1.0, parallel.sum(counted));
+  if (search) {
+    // Error counts summed over the ranks' shares: 100 * edits / reference tokens.
+    for (auto [name, stats] : {std::pair{"WER", &wer}, std::pair{"CER", &cer}}) {
+      const text::ErrorRateSummary s = stats->summarize();
+      const double edits = parallel.sum(static_cast<double>(s.counts.edits()));
+      const double tokens = parallel.sum(static_cast<double>(s.scored_tokens));
+      metrics[name] = tokens > 0 ? 100.0 * edits / tokens : 0.0;
+    }
+  }
+  modules_->train(true);
+  return metrics;
+}
+
+RetentionPolicy AsrTrainTask::retention() const {
+  RetentionPolicy policy;
+  if (valid_set_.size() == 0) return policy;
+  if (modules_->kind() == TaskKind::kS2S) {
+    policy.metric = "ACC", policy.maximize = true;
+  } else {
+    policy.metric = "WER", policy.maximize = false;
+  }
+  return policy;
+}
+
+void AsrTrainTask::save_model(const std::string& path) const { model_->save(path); }
+
+void AsrTrainTask::load_model(const std::string& path) {
+  model_->load_state(models::read_checkpoint(path).state, path);
+}
+
+void AsrTrainTask::average_models(const std::vector<std::string>& best_first,
+                                  const RetentionPolicy& policy, const std::string& path) const {
+  // Best first: its normalizer statistics are kept.
+  models::average_checkpoints(best_first)->save(path);
+  MASR_LOG_INFO("train: averaged %zu checkpoint(s) (%s) into %s", best_first.size(),
+                policy.metric.empty()
+                    ? "newest"
+                    : ((policy.maximize ? "max " : "min ") + policy.metric).c_str(),
+                path.c_str());
+}
+
+}  // namespace masr::train

@@ -1,0 +1,49 @@
+// lib/train/asr_train_task.h
+// The CTC and S2S recipes as a TrainTask (train_CTC.py / train_S2S.py): train_csv / valid_csv,
+// the tokenizer (trained first when missing), utterances loaded by worker threads into padded
+// batches, the hparams modules' forward pass and loss (AsrTask), validation loss with ACC (S2S)
+// and greedy-CTC WER/CER, checkpoints ranked by ACC (S2S) or WER (CTC), and model.masr files.
+#pragma once
+
+#include <memory>
+
+#include "data/manifest.h"
+#include "models/asr_model.h"
+#include "text/tokenizer.h"
+#include "train/asr_task.h"
+#include "train/train_task.h"
+
+namespace masr::train {
+
+class AsrTrainTask final : public TrainTask {
+ public:
+  AsrTrainTask();
+  ~AsrTrainTask() override;
+
+  void load(const TaskContext& context) override;
+  std::string describe() const override;
+  const data::Manifest& train_set() const override { return train_set_; }
+  std::vector<at::Tensor> parameters() const override { return modules_->parameters(); }
+  void set_training(bool on) override { modules_->train(on); }
+  std::unique_ptr<EpochBatches> open_epoch(int64_t epoch,
+                                           std::vector<data::Batch> batches) override;
+  std::map<std::string, double> validate(int64_t epoch) override;
+  RetentionPolicy retention() const override;
+  void save_model(const std::string& path) const override;
+  void load_model(const std::string& path) override;
+  void average_models(const std::vector<std::string>& best_first, const RetentionPolicy& policy,
+                      const std::string& path) const override;
+
+ private:
+  class Epoch;
+  const TrainConfig& config() const { return *context_.config; }
+
+  TaskContext context_;
+  std::shared_ptr<text::Tokenizer> tokenizer_;
+  data::Manifest train_set_, valid_set_;
+  std::unique_ptr<AsrTask> modules_;         // forward pass and loss
+  std::shared_ptr<models::AsrModel> model_;  // the same modules, for model.masr files
+  LossOptions loss_options_;
+};
+
+}  // namespace masr::train

@@ -1,0 +1,287 @@
+// lib/train/train_loop.cpp
+// The epoch loop (Brain.fit with fit_batch and on_stage_end), one for every TrainTask.
+#include "train/train_loop.h"
+
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "nn/checkpoint.h"
+#include "train/asr_train_task.h"
+#include "train/autocast.h"
+#include "train/lm_train_task.h"
+#include "train/train_data.h"
+#include "train/training_curves.h"
+
+namespace masr::train {
+namespace fs = std::filesystem;
+
+at::Device pick_training_device(const std::string& name) {
+  if (name == "cpu") return at::kCPU;
+  if (name == "auto") return torch::cuda::is_available() ? at::Device(at::kCUDA) : at::kCPU;
+  try {
+    return at::Device(name);
+  } catch (const c10::Error&) {
+    throw_config_error("train: device '" + name + "' is not a device (cpu, cuda, cuda:N, auto)");
+  }
+}
+
+namespace {
+
+// Data-parallel ranks agree on a stop request (Ctrl-C, SIGTERM) and on a timed checkpoint every
+// this many optimizer steps: one collective then, none in between; a stop waits at most this long.
+constexpr int64_t kFlagAgreementSteps = 10;
+
+std::unique_ptr<TrainTask> make_task(const hparams::Hparams& hp, const TrainConfig& config) {
+  if (config.language_model) return std::make_unique<LmTrainTask>(hp);
+  return std::make_unique<AsrTrainTask>();
+}
+
+}  // namespace
+
+TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
+    : hp_(hp),
+      options_(std::move(options)),
+      config_(train_config_from(hp, is_language_model(hp))),
+      task_(make_task(hp, config_)) {
+  if (options_.ckpt_interval_steps >= 0) config_.ckpt_interval_steps = options_.ckpt_interval_steps;
+  if (options_.activation_checkpointing) config_.activation_checkpointing = true;
+  if (options_.speechbrain_batch_order) config_.bucket_aligned_steps = false;
+  if (options_.ckpt_interval_minutes >= 0) {
+    config_.ckpt_interval_minutes = options_.ckpt_interval_minutes;
+  }
+  parallel_ = options_.parallel ? options_.parallel : std::make_shared<DataParallel>();
+  if (config_.bucket_aligned_steps) {
+    // One optimizer step takes world_size x grad_accumulation_factor consecutive batches; they
+    // come from one length bucket (data/sampler.h), so one process accumulating N batches still
+    // trains exactly as N ranks do.
+    config_.train_batching.dynamic_options.step_round =
+        static_cast<size_t>(parallel_->world_size() * config_.grad_accumulation_factor);
+  }
+  device_ = pick_training_device(options_.device);
+  if (!device_.is_cuda() && config_.precision != "fp32") {
+    MASR_LOG_INFO("train: precision %s applies on CUDA only; training in fp32 on the CPU",
+                  config_.precision.c_str());
+  }
+  if (main()) {
+    fs::create_directories(config_.output_folder);
+    write_file_atomically((fs::path(config_.output_folder) / "hyperparams.yaml").string(),
+                          hp.to_yaml());
+  }
+  task_->load(TaskContext{&hp, &config_, parallel_, device_});
+  stepper_ = std::make_unique<OptimizerStepper>(config_, task_->parameters(), device_.is_cuda(),
+                                                parallel_);
+  checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
+  progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
+  last_checkpoint_ = window_start_ = std::chrono::steady_clock::now();
+  if (options_.profile_steps > 0) profile_ = std::make_unique<StepProfile>(device_);
+}
+
+TrainLoop::~TrainLoop() = default;
+
+TrainOutcome TrainLoop::fit() {
+  if (auto latest = checkpointer_->latest()) restore(*latest);
+  if (parallel_->world_size() > 1) broadcast_parameters();
+  logger_ = std::make_unique<TrainLogger>(config_.output_folder, config_.train_log, pos_.epoch - 1);
+  MASR_LOG_INFO("train: %s; %s", task_->describe().c_str(), config_.to_string().c_str());
+  while (pos_.epoch <= config_.number_of_epochs) {
+    if (!train_epoch(pos_.epoch)) return TrainOutcome::kStopped;
+    end_epoch();
+  }
+  if (!main()) return TrainOutcome::kFinished;
+  const std::string path = average_checkpoints();
+  for (const std::string& line : task_->final_report(path)) {
+    logger_->log_text(line);
+    progress_->message(line);
+  }
+  return TrainOutcome::kFinished;
+}
+
+void TrainLoop::broadcast_parameters() {
+  // As DDP broadcasts them: rank 0's parameters, whatever the seeds (a sum with zeros elsewhere).
+  std::vector<at::Tensor> parameters = task_->parameters();
+  torch::NoGradGuard no_grad;
+  if (!main()) {
+    for (auto& p : parameters) p.zero_();
+  }
+  parallel_->sum_tensors(parameters);
+}
+
+void TrainLoop::end_epoch() {
+  const int64_t epoch = pos_.epoch;
+  std::map<std::string, double> metrics = task_->validate(epoch);
+  const LossTotals::Average local = losses_.read().epoch;  // the epoch end's read-back
+  if (main()) warn_skipped();
+  const double loss_sum = parallel_->sum(local.sum);
+  const double loss_count = parallel_->sum(static_cast<double>(local.count));
+  EpochRecord record{epoch, pos_.step, stepper_->lr(), loss_count > 0 ? loss_sum / loss_count : 0.0,
+                     metrics};
+  pos_ = {epoch + 1, 0, pos_.step};
+  losses_.reset_epoch();
+  shown_loss_ = record.train_loss;
+  save_checkpoint(true, metrics);
+  if (!main()) return;
+  logger_->log_epoch(record);
+  write_curves();
+  std::string line =
+      "epoch " + std::to_string(epoch) + ": train loss " + std::to_string(record.train_loss);
+  for (const auto& [k, v] : metrics) line += ", " + k + " " + std::to_string(v);
+  progress_->message(line);
+}
+
+bool TrainLoop::train_epoch(int64_t epoch) {
+  const auto plan = epoch_batches(task_->train_set(), config_.train_batching, epoch,
+                                  parallel_->rank(), parallel_->world_size());
+  const size_t start = static_cast<size_t>(pos_.batch);
+  if (start > plan.size()) {
+    throw_input_error("train: the checkpoint is at batch " + std::to_string(start) + " of epoch " +
+                      std::to_string(epoch) + ", which has only " + std::to_string(plan.size()) +
+                      " batches (was " + task_->train_set().origin + " changed?)");
+  }
+  task_->set_training(true);
+  const std::unique_ptr<EpochBatches> batches = task_->open_epoch(
+      epoch, std::vector<data::Batch>(plan.begin() + static_cast<long>(start), plan.end()));
+  progress_->start_epoch(epoch, config_.number_of_epochs, plan.size(), start);
+  std::optional<ActiveProfile> active;
+  if (profiling()) active.emplace(profile_.get());
+  for (size_t index = start;; ++index) {
+    if (profiling()) {
+      profile_->begin_step("data");
+    } else {
+      active.reset();  // the profiled batches are over: sync counting off
+    }
+    if (!batches->next()) break;
+    train_batch(*batches, index);
+    profile_phase("logging");
+    pos_.batch = static_cast<int64_t>(index + 1);
+    progress_->update(index + 1, shown_loss_, stepper_->lr(), batches->audio_seconds());
+    if (stepper_->accumulated() != 0) {  // checkpoints only between optimizer steps
+      end_profiled_step();
+      continue;
+    }
+    profile_phase("checkpoint");
+    const StepFlags flags = agree_flags();
+    if (flags.stop || flags.due_time || pending_step_checkpoint_) save_checkpoint(false, {});
+    end_profiled_step();
+    if (flags.stop) {
+      progress_->message("train: stopped; checkpoint written, run the same command to resume");
+      return false;
+    }
+  }
+  if (profile_ && profile_->in_step()) profile_->discard_step();
+  if (stepper_->accumulated() > 0) {  // the epoch's last, partial accumulation
+    stepper_->step();
+    after_step();
+  }
+  progress_->end_epoch();
+  return true;
+}
+
+TrainLoop::StepFlags TrainLoop::agree_flags() {
+  StepFlags flags;
+  flags.stop = options_.stop_requested && options_.stop_requested();
+  const double minutes =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() /
+      60.0;
+  flags.due_time = config_.ckpt_interval_minutes > 0 && minutes >= config_.ckpt_interval_minutes;
+  if (parallel_->world_size() == 1) return flags;
+  if (stepper_->steps() % kFlagAgreementSteps != 0) {
+    // Between agreements a rank keeps its flags to itself: a collective here would stop the
+    // host every step (it reads the sum back) and make every rank wait for the slowest.
+    return {};
+  }
+  // Ranks stop at the same batch, or the others would wait forever in their next all-reduce.
+  // Both flags in one collective: stops + (N + 1) * dues, each count in [0, N].
+  const double base = parallel_->world_size() + 1.0;
+  const double sum = parallel_->sum((flags.stop ? 1.0 : 0.0) + (flags.due_time ? base : 0.0));
+  return {std::fmod(sum, base) > 0.0, sum >= base};
+}
+
+void TrainLoop::end_profiled_step() {
+  if (!profile_ || !profile_->in_step()) return;
+  profile_->end_step();
+  if (profile_->steps() == options_.profile_steps) report_profile();
+}
+
+void TrainLoop::report_profile() const {
+  const std::string name =
+      main() ? "profile.json" : "profile-rank" + std::to_string(parallel_->rank()) + ".json";
+  const std::string path = (fs::path(config_.output_folder) / name).string();
+  fs::create_directories(config_.output_folder);
+  nlohmann::json j = profile_->json();
+  j["device"] = device_.str();
+  j["rank"] = parallel_->rank();
+  j["world_size"] = parallel_->world_size();
+  j["precision"] = config_.precision;
+  write_file_atomically(path, j.dump(2) + "\n");
+  if (main()) {
+    progress_->message("train: step profile of the first " + std::to_string(profile_->steps()) +
+                       " batches (written to " + path + "):\n" + profile_->table());
+  }
+}
+
+void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
+  const uint64_t global_index = static_cast<uint64_t>(index) * parallel_->world_size() +
+                                static_cast<uint64_t>(parallel_->rank());
+  at::Tensor loss;
+  {
+    AutocastGuard autocast(device_, config_.precision);
+    const nn::ActivationCheckpointing checkpointing(config_.activation_checkpointing);
+    loss = batches.loss(global_index);
+  }
+  // Nothing is read back: the loss is summed on its device (a non-finite one is left out), and
+  // every batch goes through backward. A non-finite loss gives NaN gradients, so its optimizer
+  // step is skipped on the device, on every rank alike (train/optimizer_stepper.h); rank 0 warns
+  // about skipped steps when it logs.
+  profile_phase("loss-check");
+  losses_.add(loss);
+  window_audio_ += batches.audio_seconds();
+  if (stepper_->backward(loss)) after_step();
+}
+
+void TrainLoop::after_step() {
+  pos_.step = stepper_->steps();
+  if (main() && logger_ && pos_.step % config_.log_interval == 0) {
+    log_window(stepper_->lr_of_last_step());
+  }
+  if (config_.ckpt_interval_steps > 0 && pos_.step % config_.ckpt_interval_steps == 0) {
+    pending_step_checkpoint_ = true;
+  }
+}
+
+void TrainLoop::log_window(double lr_used) {
+  const LossTotals::Snapshot totals = losses_.read();  // the log interval's read-back
+  shown_loss_ = totals.epoch.mean();
+  warn_skipped();
+  if (totals.window.count == 0) return;  // only non-finite losses since the last record
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();
+  logger_->log_step(pos_.epoch, pos_.step, totals.window.mean(), lr_used,
+                    seconds > 0 ? window_audio_ / seconds : 0.0);
+  losses_.reset_window();
+  window_audio_ = 0;
+  window_start_ = std::chrono::steady_clock::now();
+}
+
+void TrainLoop::warn_skipped() {
+  const SkippedSteps skipped = stepper_->take_skipped();
+  if (skipped.steps == 0) return;
+  MASR_LOG_WARN(
+      "train: %lld batches skipped since the last log: non-finite loss or gradients (%lld "
+      "optimizer steps, epoch %lld, step %lld)",
+      static_cast<long long>(skipped.batches), static_cast<long long>(skipped.steps),
+      static_cast<long long>(pos_.epoch), static_cast<long long>(pos_.step));
+}
+
+void TrainLoop::write_curves() const {
+  write_file_atomically((fs::path(config_.output_folder) / "training_curves.svg").string(),
+                        run_curves_svg(logger_->history(), hp_.source(), config_.output_folder));
+}
+
+}  // namespace masr::train
