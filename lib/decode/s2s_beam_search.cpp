@@ -21,9 +21,13 @@ constexpr double kMinusInf = CtcPrefixScorer::kMinusInf;
 struct Finished {
   std::vector<std::vector<S2SHypothesis>> per_utterance;
   int64_t beam;
-  bool full() const {
-    return std::all_of(per_utterance.begin(), per_utterance.end(),
-                       [&](const auto& hyps) { return static_cast<int64_t>(hyps.size()) >= beam; });
+  bool full(size_t b) const { return static_cast<int64_t>(per_utterance[b].size()) >= beam; }
+  // Every utterance holds `beam` hypotheses or has run out of its own steps.
+  bool done(int64_t step, const std::vector<int64_t>& max_steps) const {
+    for (size_t b = 0; b < per_utterance.size(); ++b) {
+      if (!full(b) && step < max_steps[b]) return false;
+    }
+    return true;
   }
   // SpeechBrain's _update_hyps_and_scores_if_eos_token: rows whose mask is set are stored (with
   // their normalized score) until an utterance holds `beam` hypotheses. Every stored row loses
@@ -111,18 +115,34 @@ std::vector<std::vector<S2SHypothesis>> S2SBeamSearch::search(int64_t frames,
   sequence_scores.index_fill_(0, beam_offset, 0.0);
   at::Tensor scores;
   Finished finished{std::vector<std::vector<S2SHypothesis>>(batch), beam};
-  const int64_t min_steps = static_cast<int64_t>(frames * o.min_decode_ratio);
-  const int64_t max_steps = static_cast<int64_t>(frames * o.max_decode_ratio);
+  // Decoding-length limits per utterance, from its own valid frames: SpeechBrain takes them from
+  // the padded length T of the batch, so that an utterance next to a longer one would be searched
+  // for more steps (and past its end, where CTC allows nothing) than alone. Decoded alone, T is
+  // the utterance's length and the limits are SpeechBrain's. `frames` only bounds them.
+  const at::Tensor valid = lengths.to(at::kCPU, at::kLong).clamp_max(frames).contiguous();
+  std::vector<int64_t> min_steps(batch), max_steps(batch);
+  std::vector<int64_t> row_min_steps(n);
+  int64_t last_step = 0;  // the longest utterance's limit
+  for (int64_t b = 0; b < batch; ++b) {
+    const double t = static_cast<double>(valid.data_ptr<int64_t>()[b]);
+    min_steps[b] = static_cast<int64_t>(t * o.min_decode_ratio);
+    max_steps[b] = static_cast<int64_t>(t * o.max_decode_ratio);
+    last_step = std::max(last_step, max_steps[b]);
+    std::fill_n(row_min_steps.begin() + b * beam, beam, min_steps[b]);
+  }
+  const at::Tensor eos_blocked_until = at::tensor(row_min_steps, at::kLong).to(device);
+  const bool any_min_steps =
+      std::any_of(min_steps.begin(), min_steps.end(), [](int64_t m) { return m > 0; });
   const int64_t pre_beam = (use_attention || use_lm) && o.ctc_pre_beam > 0
                                ? std::max<int64_t>(1, static_cast<int64_t>(o.ctc_pre_beam * beam))
                                : 0;
-  for (int64_t step = 0; step < max_steps && !finished.full(); ++step) {
+  for (int64_t step = 0; step < last_step && !finished.done(step, max_steps); ++step) {
     const at::Tensor prefix = at::cat({at::full({n, 1}, o.bos, long_options), alive}, 1);
     at::Tensor logp;
     if (use_attention)
       logp = (1.0 - o.ctc_weight) * decoder->next_log_probs(prefix).to(device, at::kFloat);
     if (!logp.defined()) logp = at::zeros({n, ctc_log_probs.size(2)}, sequence_scores.options());
-    if (step < min_steps) logp.select(1, o.eos).fill_(kMinusInf);
+    if (any_min_steps) logp.select(1, o.eos).masked_fill_(eos_blocked_until.gt(step), kMinusInf);
     if (o.using_eos_threshold) {
       const at::Tensor max_logp = std::get<0>(logp.max(1));
       const at::Tensor eos_logp = logp.select(1, o.eos);
@@ -153,12 +173,22 @@ std::vector<std::vector<S2SHypothesis>> S2SBeamSearch::search(int64_t frames,
     const at::Tensor is_eos = last_tokens.eq(o.eos);
     const at::Tensor eos_cpu = is_eos.to(at::kCPU, at::kChar).contiguous();
     std::vector<char> mask(eos_cpu.data_ptr<int8_t>(), eos_cpu.data_ptr<int8_t>() + n);
+    // Rows of an utterance past its last step are still computed with the batch, never stored.
+    for (int64_t i = 0; i < n; ++i) mask[i] = mask[i] && step < max_steps[i / beam];
     finished.add(alive, scores, mask);
+    // An utterance at its last step: every row is forced to end (SpeechBrain's
+    // _fill_alived_hyps_with_eos_token), with this step's scores, dropping its last token
+    // (Finished::add); that fills its beam, so later steps add nothing to it.
+    std::vector<char> out_of_steps(n, 0);
+    bool any_out = false;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (step + 1 != max_steps[b] || finished.full(static_cast<size_t>(b))) continue;
+      std::fill_n(out_of_steps.begin() + b * beam, beam, 1);
+      any_out = true;
+    }
+    if (any_out) finished.add(alive, scores, out_of_steps);
     sequence_scores.masked_fill_(is_eos, -std::numeric_limits<float>::infinity());
   }
-  // Out of steps: every row is forced to end (SpeechBrain's _fill_alived_hyps_with_eos_token),
-  // with the last step's scores, dropping its last token (Finished::add).
-  if (!finished.full() && scores.defined()) finished.add(alive, scores, std::vector<char>(n, 1));
   for (auto& hyps : finished.per_utterance) {
     std::stable_sort(hyps.begin(), hyps.end(), [](const S2SHypothesis& a, const S2SHypothesis& b) {
       return a.score > b.score;

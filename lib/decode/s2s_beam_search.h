@@ -20,7 +20,9 @@ struct S2SBeamSearchOptions {
   int64_t bos = 1;
   int64_t eos = 2;
   int64_t blank = 0;
-  double min_decode_ratio = 0.0;  // steps: int(T * ratio), T the padded encoder length
+  // Steps: int(T * ratio), T the utterance's own valid encoder length (SpeechBrain uses the padded
+  // length of the batch; decoded alone the two agree).
+  double min_decode_ratio = 0.0;
   double max_decode_ratio = 1.0;
   bool length_normalization = true;
   bool using_eos_threshold = false;  // keep eos only if logp_eos > eos_threshold * max logp
@@ -46,7 +48,7 @@ class S2SBeamSearch {
  public:
   explicit S2SBeamSearch(S2SBeamSearchOptions options);
 
-  // frames: T, the padded encoder length (it bounds the number of steps);
+  // frames: T, the padded encoder length (an upper bound of every utterance's steps);
   // lengths: int64 (B) valid encoder frames; decoder: required unless ctc_weight == 1;
   // ctc_log_probs: float (B, T, V), required when ctc_weight > 0; lm: used when lm_weight > 0.
   // Returns each utterance's n-best, best first.
