@@ -200,8 +200,20 @@ Audio read(const Source& source, int target_rate) {
   SndfilePtr file = open_checked(source, sf);
   const int channels = sf.channels;
   const sf_count_t frames = sf.frames;
-  std::vector<float> interleaved(static_cast<size_t>(frames) * channels);
-  const sf_count_t got = sf_readf_float(file.get(), interleaved.data(), frames);
+  // Read in blocks rather than allocating what the header promises: a damaged MPEG or FLAC header
+  // can announce 2^62 frames, and that is a clear error below, not an allocation failure.
+  constexpr sf_count_t kBlockFrames = 1 << 16;
+  std::vector<float> interleaved;
+  interleaved.reserve(static_cast<size_t>(std::min<sf_count_t>(frames, kBlockFrames * 64)) * channels);
+  sf_count_t got = 0;
+  while (got < frames) {
+    const sf_count_t want = std::min(kBlockFrames, frames - got);
+    interleaved.resize(static_cast<size_t>(got + want) * channels);
+    const sf_count_t n = sf_readf_float(file.get(), interleaved.data() + got * channels, want);
+    if (n <= 0) break;
+    got += n;
+  }
+  interleaved.resize(static_cast<size_t>(got) * channels);
   if (got < frames) {
     std::ostringstream reason;
     reason << "truncated or corrupt: decoded " << got << " of " << frames << " frames";
