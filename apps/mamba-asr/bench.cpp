@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "runtime/benchmark.h"
 #include "runtime/device.h"
-#include "runtime/tuner.h"
+#include "toolkit/tuner.h"
 
 namespace masr::cli {
 namespace {
@@ -80,7 +80,7 @@ int run_tune(const BenchOptions& o, const std::string& device, const std::vector
     throw Error(ErrorKind::kUsage,
                 "bench --tune: give the model, e.g. --hparams hparams/CTC/conmamba_tiny.yaml");
   }
-  runtime::TuneOptions t;
+  toolkit::TuneOptions t;
   t.hparams_file = o.settings.hparams;
   t.device = device;
   t.replan = o.replan;
@@ -89,8 +89,8 @@ int run_tune(const BenchOptions& o, const std::string& device, const std::vector
   t.seconds = o.settings.seconds;
   t.batches = o.settings.batches;
   t.threads = threads;
-  const runtime::TuneOutcome out = runtime::tune(t);
-  nlohmann::json j = runtime::plan_to_json(out.plan);
+  const toolkit::TuneOutcome out = toolkit::tune(t);
+  nlohmann::json j = toolkit::plan_to_json(out.plan);
   j["plan_source"] = out.source;
   j["plan_file"] = out.path;
   j["measurements"] = out.measurements;
@@ -99,7 +99,7 @@ int run_tune(const BenchOptions& o, const std::string& device, const std::vector
   } else {
     std::cout << "plan source: " << out.source << " (" << out.measurements << " measurements)\n"
               << "plan file:   " << out.path << "\n"
-              << runtime::format_profile(out.plan.profile)
+              << toolkit::format_profile(out.plan.profile)
               << "decode threads: " << out.plan.decode_threads << "\n";
   }
   return 0;

@@ -24,7 +24,7 @@
 #include "decode/subtitle_cues.h"
 #include "models/asr_model.h"
 #include "models/lm_model.h"
-#include "runtime/auto_settings.h"
+#include "toolkit/auto_settings.h"
 #include "runtime/device.h"
 #include "text/scoring.h"
 #include "text/tokenizer.h"
@@ -139,7 +139,7 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   if (global.threads_auto) {  // the cached plan's decode threads, else the detect profile's
     std::string source;
     runtime::apply_threads(
-        runtime::auto_decode_threads(model->hparams_yaml(), device.str(), &source));
+        toolkit::auto_decode_threads(model->hparams_yaml(), device.str(), &source));
     MASR_LOG_INFO("auto: %d threads (from the %s)", at::get_num_threads(), source.c_str());
   }
   if (device.str() != "cpu") model->to(c10::Device(device.str()));

@@ -10,11 +10,11 @@
 #include "commands.h"
 #include "core/error.h"
 #include "hparams/hparams.h"
-#include "runtime/auto_settings.h"
+#include "toolkit/auto_settings.h"
 #include "runtime/device.h"
 #include "runtime/machine.h"
-#include "runtime/model_facts.h"
-#include "runtime/profile.h"
+#include "toolkit/model_facts.h"
+#include "toolkit/profile.h"
 
 namespace masr::cli {
 namespace {
@@ -105,7 +105,7 @@ void print_table(const runtime::MachineInfo& m, const std::string& device) {
   std::printf("%-18s %s\n", "selected device", device.c_str());
 }
 
-nlohmann::json model_json(const runtime::ModelFacts& f) {
+nlohmann::json model_json(const toolkit::ModelFacts& f) {
   return {{"source", f.source},
           {"type", f.model_type},
           {"parameters", f.parameters},
@@ -127,22 +127,22 @@ int run_detect(const DetectOptions& options, const GlobalOptions& global) {
   }
   const auto device = runtime::resolve_device(runtime::parse_device(global.device)).str();
   const auto machine = runtime::detect_machine();
-  std::optional<runtime::ModelFacts> facts;
+  std::optional<toolkit::ModelFacts> facts;
   std::optional<hparams::Hparams> hp;
   if (!options.hparams.empty()) {
-    hp = runtime::load_hparams_for_runtime(options.hparams, {}, machine, device);
-    facts = runtime::model_facts_from(*hp);
+    hp = toolkit::load_hparams_for_runtime(options.hparams, {}, machine, device);
+    facts = toolkit::model_facts_from(*hp);
     facts->source = options.hparams;
   } else if (!options.model.empty()) {
-    facts = runtime::model_facts_from_model(options.model);
+    facts = toolkit::model_facts_from_model(options.model);
   }
-  const runtime::RuntimeProfile profile =
-      runtime::derive_profile(machine, device, facts ? &*facts : nullptr);
+  const toolkit::RuntimeProfile profile =
+      toolkit::derive_profile(machine, device, facts ? &*facts : nullptr);
   if (options.yaml) {
-    std::cout << runtime::profile_to_override_yaml(profile, hp ? &*hp : nullptr);
+    std::cout << toolkit::profile_to_override_yaml(profile, hp ? &*hp : nullptr);
   } else if (options.json) {
     nlohmann::json j = to_json(machine, device);
-    j["profile"] = runtime::profile_to_json(profile);
+    j["profile"] = toolkit::profile_to_json(profile);
     if (facts) j["model"] = model_json(*facts);
     std::cout << j.dump(2) << "\n";
   } else {
@@ -160,7 +160,7 @@ int run_detect(const DetectOptions& options, const GlobalOptions& global) {
         device.rfind("cuda", 0) == 0 ? "CUDA"
         : device == "mps"            ? "MPS"
                                      : "CPU",
-        facts ? " and model" : "", runtime::format_profile(profile).c_str());
+        facts ? " and model" : "", toolkit::format_profile(profile).c_str());
   }
   return 0;
 }

@@ -13,7 +13,7 @@
 #include "core/version.h"
 #include "runtime/device.h"
 #include "runtime/machine.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 
 namespace {
 
@@ -140,7 +140,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
 int main(int argc, char** argv) {
   masr::install_crash_reporter();
   try {
-    masr::runtime::register_all_classes();
+    masr::toolkit::register_all();
     return run(argc, argv);
   } catch (const masr::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

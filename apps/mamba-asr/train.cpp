@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "hparams/hparams.h"
-#include "runtime/auto_settings.h"
+#include "toolkit/auto_settings.h"
 #include "runtime/device.h"
 #include "train/c10d_data_parallel.h"
 #include "train/local_launcher.h"
@@ -135,7 +135,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   load.overrides = hparams::parse_override_args(extras);
   load.overrides_yaml = options.overrides_yaml;
   // `auto` runtime knobs (hparams or --threads auto): the cached plan, else the detect profile.
-  const auto resolved = runtime::resolve_auto(
+  const auto resolved = toolkit::resolve_auto(
       options.hparams_file, load.overrides,
       runtime::resolve_device(runtime::parse_device(global.device)).str(), global.threads_auto);
   for (const auto& o : resolved.overrides) load.overrides.push_back(o);

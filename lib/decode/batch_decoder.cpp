@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "decode/model_scorers.h"
-#include "train/autocast.h"
+#include "runtime/autocast.h"
 
 namespace masr::decode {
 namespace {
@@ -122,7 +122,7 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
   for (const auto* w : waveforms) longest = std::max(longest, w->size());
   if (longest == 0) throw_input_error("decode: every waveform of the batch is empty");
   c10::InferenceMode inference;
-  train::AutocastGuard autocast(model.device(), config.precision);
+  runtime::AutocastGuard autocast(model.device(), config.precision);
   // Zero padding and relative lengths, as SpeechBrain's PaddedBatch gives the model. With CUDA
   // the batch is staged in pinned memory (LibTorch caches those blocks), so that the copy to the
   // GPU runs at full bus speed.

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "decode/model_scorers.h"
-#include "train/autocast.h"
+#include "runtime/autocast.h"
 
 namespace masr::decode {
 
@@ -229,7 +229,7 @@ Transcript decode_chunked(RecognitionModel& model, SampleStream& audio, const De
   const WordMarks marks = word_marks(pieces);
 
   c10::InferenceMode inference;
-  train::AutocastGuard autocast(model.device(), config.precision);
+  runtime::AutocastGuard autocast(model.device(), config.precision);
   AudioWindow buffer{audio, {}, 0, false};
   CtcHypothesis all;
   int64_t keep_from = 0;  // first encoder frame (of the whole file) not yet searched

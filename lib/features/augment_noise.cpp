@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 
 namespace masr::features {
 namespace {
@@ -40,14 +40,14 @@ AugmentBatch AddNoise::apply(const at::Tensor& x, const at::Tensor& lengths,
   }
   // Draws on the CPU generator, copied to x's device without stopping the host.
   const auto cpu = x.options().device(torch::kCPU);
-  auto valid = (to_device_async(lengths, x.device()).to(x.scalar_type()) * x.size(1))
+  auto valid = (runtime::to_device_async(lengths, x.device()).to(x.scalar_type()) * x.size(1))
                    .unsqueeze(1)
                    .clamp_min(1.0);
-  auto snr = to_device_async(torch::rand({x.size(0), 1}, generator, cpu), x.device()) *
+  auto snr = runtime::to_device_async(torch::rand({x.size(0), 1}, generator, cpu), x.device()) *
                  (config_.snr_high - config_.snr_low) +
              config_.snr_low;
   auto factor = 1.0 / (torch::pow(10.0, snr / 20.0) + 1.0);
-  auto noise = to_device_async(torch::randn(x.sizes(), generator, cpu), x.device());
+  auto noise = runtime::to_device_async(torch::randn(x.sizes(), generator, cpu), x.device());
   auto scaled = noise * (factor * rms(x, valid) / (rms(noise, valid) + 1e-14));
   return {x * (1.0 - factor) + scaled, lengths, {}};
 }

@@ -9,7 +9,7 @@
 #include <array>
 
 #include "core/error.h"
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 
 namespace masr::features {
 namespace {
@@ -60,8 +60,8 @@ at::Tensor SpectrogramDrop::drop_chunks(const at::Tensor& x, const at::Tensor& p
   const int64_t extent = x.size(dim);
   // mask[b, d]: whether position d of utterance b lies in any of its chunks.
   auto arange = torch::arange(extent, x.options().dtype(torch::kLong)).view({1, 1, -1});
-  auto pos = to_device_async(positions, x.device()).unsqueeze(2);
-  auto len = to_device_async(chunk_lengths, x.device()).unsqueeze(2);
+  auto pos = runtime::to_device_async(positions, x.device()).unsqueeze(2);
+  auto len = runtime::to_device_async(chunk_lengths, x.device()).unsqueeze(2);
   auto mask = ((pos <= arange) & (arange < pos + len)).any(1);
   mask = dim == 1 ? mask.unsqueeze(2) : mask.unsqueeze(1);
 
@@ -73,7 +73,7 @@ at::Tensor SpectrogramDrop::drop_chunks(const at::Tensor& x, const at::Tensor& p
   if (replace == "rand") {
     const auto lo = x.min().detach();
     const auto hi = x.max().detach();
-    auto noise = to_device_async(torch::rand(x.sizes(), generator, x.options().device(torch::kCPU)),
+    auto noise = runtime::to_device_async(torch::rand(x.sizes(), generator, x.options().device(torch::kCPU)),
                                  x.device());
     other = noise * (hi - lo) + lo;
   } else if (replace == "cutcat") {

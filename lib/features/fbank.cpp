@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 
 namespace masr::features {
 namespace {
@@ -115,7 +115,7 @@ Fbank::Fbank(FbankConfig config) : config_(std::move(config)) {
 at::Tensor Fbank::power_spectrum(const at::Tensor& frames) const {
   const int64_t bins = config_.n_fft / 2 + 1;
   if (config_.method == StftMethod::kMatmul) {
-    const at::Tensor parts = at::matmul(frames, to_device_async(dft_basis_, frames.device()));
+    const at::Tensor parts = at::matmul(frames, runtime::to_device_async(dft_basis_, frames.device()));
     const at::Tensor re = parts.narrow(-1, 0, bins);
     const at::Tensor im = parts.narrow(-1, bins, bins);
     return re * re + im * im;
@@ -123,7 +123,7 @@ at::Tensor Fbank::power_spectrum(const at::Tensor& frames) const {
   // In float64: a float32 FFT's rounding error is relative to the whole frame's energy, so bins
   // 60-70 dB below the peak (quiet high frequencies) come out ~1e-3 dB off; in double they match
   // the reference formulas to ~1e-6 dB, for a small share of the run time.
-  const at::Tensor windowed = (frames * to_device_async(window_, frames.device())).to(at::kDouble);
+  const at::Tensor windowed = (frames * runtime::to_device_async(window_, frames.device())).to(at::kDouble);
   const at::Tensor spectrum = at::fft_rfft(windowed, config_.n_fft, -1);
   return at::view_as_real(spectrum).pow(2).sum(-1);
 }
@@ -153,13 +153,13 @@ at::Tensor Fbank::compute(const at::Tensor& wav, const at::Tensor* valid_frames)
   const at::Tensor frames = x.unfold(1, config_.n_fft, config_.hop_samples());  // (B, F, n_fft)
   const at::Tensor power = power_spectrum(frames);
   const at::Tensor mel =
-      at::matmul(power, to_device_async(filterbank_, power.device()).to(power.scalar_type()));
+      at::matmul(power, runtime::to_device_async(filterbank_, power.device()).to(power.scalar_type()));
   // 10*log10(clamp(x, 1e-10)) - 10*log10(max(1e-10, ref=1)), then the per-utterance floor.
   at::Tensor db = 10.0 * at::log10(at::clamp_min(mel, 1e-10));
   if (config_.top_db > 0) {
     at::Tensor peaks = db;
     if (valid_frames != nullptr && valid_frames->defined()) {
-      const at::Tensor valid = to_device_async(valid_frames->to(at::kLong), db.device());
+      const at::Tensor valid = runtime::to_device_async(valid_frames->to(at::kLong), db.device());
       const at::Tensor outside =
           at::arange(db.size(1), valid.options()).unsqueeze(0).ge(valid.unsqueeze(1));
       peaks = db.masked_fill(outside.unsqueeze(2), -std::numeric_limits<double>::infinity());

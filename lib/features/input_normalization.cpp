@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 
 namespace masr::features {
 
@@ -118,7 +118,7 @@ std::pair<at::Tensor, at::Tensor> InputNormalizationImpl::utterance_statistics(
   // All utterances at once: a (B, T, 1...) mask of the valid frames, sums over time.
   std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
   shape[0] = batch, shape[1] = time;
-  const at::Tensor frames_valid = to_device_async(at::tensor(valid, at::kLong), x.device());
+  const at::Tensor frames_valid = runtime::to_device_async(at::tensor(valid, at::kLong), x.device());
   const at::Tensor keep = at::arange(time, x.options().dtype(at::kLong))
                               .unsqueeze(0)
                               .lt(frames_valid.unsqueeze(1))

@@ -1,6 +1,5 @@
 // lib/features/registration.cpp
-// Replaces the declared SpeechBrain front-end classes (hparams/known_classes.cpp) with builders,
-// and registers the "features" benchmark.
+// Replaces the declared SpeechBrain front-end classes (hparams/known_classes.cpp) with builders.
 #include "features/registration.h"
 
 #include <ATen/ATen.h>
@@ -8,40 +7,12 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "runtime/benchmark.h"
 
 namespace masr::features {
 namespace {
 
 [[noreturn]] void unsupported(const hparams::Args& args, const std::string& what) {
   throw_config_error(args.origin() + ": " + what + " is not supported");
-}
-
-void register_benchmark() {
-  runtime::register_benchmark(
-      {"features",
-       "SpeechBrain Fbank (80 mels, 400/25 ms/10 ms) on 10 s of 16 kHz audio, batch 1 and 16",
-       [](const runtime::BenchSettings& settings) {
-         std::vector<runtime::BenchResult> results;
-         for (StftMethod method : {StftMethod::kRfft, StftMethod::kMatmul}) {
-           FbankConfig config;
-           config.n_mels = 80;
-           config.method = method;
-           const Fbank fbank(config);
-           for (int64_t batch : {1, 16}) {
-             const at::Tensor wav = at::randn({batch, 160000}) * 0.1;
-             const std::string method_name = method == StftMethod::kRfft ? "rfft" : "matmul";
-             auto r = runtime::measure("fbank/" + method_name + "/b" + std::to_string(batch),
-                                       settings, [&] { (void)fbank(wav); });
-             r.work = 10.0 * static_cast<double>(batch);
-             r.work_unit = "audio-s";
-             r.note = "(" + std::to_string(batch) + ", 160000) float32, " +
-                      std::to_string(at::get_num_threads()) + " threads";
-             results.push_back(std::move(r));
-           }
-         }
-         return results;
-       }});
 }
 
 }  // namespace
@@ -124,7 +95,6 @@ void register_features_classes(hparams::Registry& registry) {
   registry.implement("speechbrain.augment.time_domain.SpeedPerturb", [](const hparams::Args& a) {
     return std::make_shared<SpeedPerturbObject>(speed_perturb_config_from(a));
   });
-  register_benchmark();
 }
 
 }  // namespace masr::features

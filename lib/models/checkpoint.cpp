@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "models/asr_model.h"
-#include "runtime/registration.h"
+#include "models/registration.h"
 #include "text/tokenizer.h"
 
 namespace masr::models {
@@ -33,7 +33,7 @@ std::shared_ptr<AsrModel> AsrModel::load(const std::string& path) {
   if (data.model_type != kCtc && data.model_type != kS2s) {
     bad_file(path, "unknown model type '" + data.model_type + "' (expected ctc or s2s)");
   }
-  runtime::register_all_classes();
+  register_all_classes();
   std::shared_ptr<AsrModel> model;
   try {
     model = from_hparams(hparams::load_text(data.hparams_yaml, {}, path + ":hparams.yaml"));

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/module_object.h"
-#include "runtime/registration.h"
+#include "models/registration.h"
 #include "text/tokenizer.h"
 
 namespace masr::models {
@@ -130,7 +130,7 @@ std::shared_ptr<LmModel> LmModel::load(const std::string& path) {
     throw_input_error("model file '" + path + "': model type '" + data.model_type +
                       "' is not a language model (expected 'lm')");
   }
-  runtime::register_all_classes();
+  register_all_classes();
   std::shared_ptr<LmModel> model;
   try {
     model = from_hparams(hparams::load_text(data.hparams_yaml, {}, path + ":hparams.yaml"));

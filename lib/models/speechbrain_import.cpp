@@ -16,7 +16,7 @@
 #include "models/torch_save_reader.h"
 #include "nn/conv_frontend.h"
 #include "nn/wrappers.h"
-#include "runtime/registration.h"
+#include "models/registration.h"
 #include "text/tokenizer.h"
 
 namespace masr::models {
@@ -36,7 +36,7 @@ bool ignorable(const std::string& key) {
 // (data_folder and the like) is harmless, since building a model reads no data.
 hparams::Hparams load_model_hparams(const std::string& file,
                                     const std::vector<std::pair<std::string, std::string>>& overrides) {
-  runtime::register_all_classes();
+  register_all_classes();
   hparams::LoadOptions options;
   options.overrides = overrides;
   options.placeholder_value = "unused";

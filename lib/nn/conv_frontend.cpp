@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 
 namespace masr::nn {
 namespace F = torch::nn::functional;
@@ -68,7 +68,7 @@ at::Tensor FrontEndConvImpl::forward(const at::Tensor& x, const at::Tensor& leng
   }
   // Queued without stopping the host (a plain .to(cuda) of pageable memory waits for the GPU).
   auto index = [&](const std::vector<int64_t>& v) {
-    return features::to_device_async(at::tensor(v, at::kLong).view({batch, 1, 1, pad}), y.device())
+    return runtime::to_device_async(at::tensor(v, at::kLong).view({batch, 1, 1, pad}), y.device())
         .expand({batch, y.size(1), y.size(2), pad});
   };
   const at::Tensor reflected = y.gather(3, index(from));

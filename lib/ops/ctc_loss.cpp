@@ -13,7 +13,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 #include "ops/ctc_loss_cuda_kernels.h"
 #include "ops/cuda_launch.h"
 #endif
@@ -98,7 +98,7 @@ class CtcLossFunction : public torch::autograd::Function<CtcLossFunction> {
 
 // An integer tensor as contiguous int64 on `device`; from the host without stopping it.
 at::Tensor long_on(const at::Tensor& t, const at::Device& device) {
-  return features::to_device_async(t.to(at::kLong), device).contiguous();
+  return runtime::to_device_async(t.to(at::kLong), device).contiguous();
 }
 
 }  // namespace

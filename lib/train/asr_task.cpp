@@ -3,10 +3,10 @@
 #include "train/asr_task.h"
 
 #include "core/error.h"
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 #include "features/registration.h"
 #include "models/module_object.h"
-#include "train/autocast.h"
+#include "runtime/autocast.h"
 #include "train/step_profile.h"
 #include "train/train_config.h"
 
@@ -78,7 +78,7 @@ AsrBatch AsrBatch::to(const at::Device& device) const {
   b.host_tokens_rel = tokens_rel_on_host();
   for (at::Tensor* t : {&b.wav, &b.wav_rel, &b.tokens, &b.tokens_rel, &b.tokens_bos, &b.tokens_eos,
                         &b.tokens_eos_rel}) {
-    *t = features::to_device_async(*t, device);
+    *t = runtime::to_device_async(*t, device);
   }
   return b;
 }
@@ -139,7 +139,7 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
   at::Tensor feats;
   {
     // Float32 features whatever the step's precision (a bf16 filterbank product loses ~0.1 dB).
-    AutocastSuspend fp32;
+    runtime::AutocastSuspend fp32;
     profile_phase("features");
     feats = (*fbank_)(batch.wav.to(device_), frames);
     // Relative lengths in double: round(rel * T) gives back `frames` exactly.
@@ -160,13 +160,13 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
   profile_phase("encoder");
   const bool identity = r.source.size(0) == batch.wav.size(0) &&
                         r.source.equal(torch::arange(batch.wav.size(0), r.source.options()));
-  const at::Tensor source = identity ? at::Tensor() : features::to_device_async(r.source, device_);
+  const at::Tensor source = identity ? at::Tensor() : runtime::to_device_async(r.source, device_);
   auto pick = [&](const at::Tensor& t) { return identity ? t : t.index_select(0, source); };
   auto pick_host = [&](const at::Tensor& t) { return identity ? t : t.index_select(0, r.source); };
   frames = abs_lengths(r.rel, feats.size(1));
   const at::Tensor src = cnn_->forward(feats, frames);
   const at::Tensor enc_lengths_host = cnn_->output_lengths(frames).clamp(1, src.size(1));
-  const at::Tensor enc_lengths = features::to_device_async(enc_lengths_host, device_);
+  const at::Tensor enc_lengths = runtime::to_device_async(enc_lengths_host, device_);
   // From here on rel is relative to the encoder's frames (round(rel * T'') = enc_lengths).
   r.rel = enc_lengths_host.to(torch::kFloat64) / static_cast<double>(src.size(1));
   const at::Tensor enc_out = transformer_->encode(src, enc_lengths);

@@ -13,7 +13,7 @@
 #include "features/augment_interface.h"
 #include "models/checkpoint.h"
 #include "text/scoring.h"
-#include "train/autocast.h"
+#include "runtime/autocast.h"
 #include "train/step_profile.h"
 #include "train/train_data.h"
 
@@ -132,7 +132,7 @@ std::map<std::string, double> AsrTrainTask::validate(int64_t epoch) {
   std::vector<Utterance> items;
   while (loader.next(items)) {
     const AsrBatch batch = collate(std::move(items), config().sample_rate, config()).to(device);
-    AutocastGuard autocast(device, config().precision);
+    runtime::AutocastGuard autocast(device, config().precision);
     const ForwardResult r = modules_->forward(batch, false, epoch, nullptr, loss_options_);
     loss_sum += r.loss.item<double>(), batches += 1;
     if (s2s) {

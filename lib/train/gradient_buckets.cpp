@@ -8,7 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "core/error.h"
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 
 namespace masr::train {
 
@@ -135,7 +135,7 @@ void GradientBuckets::finish() {
   }
   // Through pinned memory: a plain host-to-device copy would stop the host until the backward
   // has finished on the GPU.
-  used.copy_(features::to_device_async(at::tensor(local_used), used.device()));
+  used.copy_(runtime::to_device_async(at::tensor(local_used), used.device()));
   const bool all_used_here =
       std::all_of(local_used.begin(), local_used.end(), [](float u) { return u > 0.0f; });
   st.launch_ready();

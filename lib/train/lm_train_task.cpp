@@ -12,7 +12,7 @@
 #include "core/log.h"
 #include "models/module_object.h"
 #include "models/transformer_lm.h"
-#include "train/autocast.h"
+#include "runtime/autocast.h"
 #include "train/step_profile.h"
 #include "train/train_data.h"
 
@@ -123,7 +123,7 @@ std::pair<double, int64_t> LmTrainTask::evaluate(models::LmModel& model,
                         : epoch_batches(sentences, config().valid_batching, 1);
   for (const data::Batch& rows : plan) {
     const LmBatch batch = batch_of(tokens, rows, model);
-    AutocastGuard autocast(context_.device, config().precision);
+    runtime::AutocastGuard autocast(context_.device, config().precision);
     nll += loss_of(model, batch, LossReduction::kSum).item<double>();
     count += static_cast<double>(batch.tokens);
   }

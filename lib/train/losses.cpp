@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "features/device_copy.h"
+#include "runtime/device_copy.h"
 #include "ops/ctc_loss.h"
 
 namespace masr::train {
@@ -53,9 +53,9 @@ at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
   // log-probabilities' device (on CUDA without stopping the host: no .cpu() of device tensors).
   const at::Device device = log_probs.device();
   const at::Tensor input_lengths =
-      features::to_device_async(absolute(input_rel, log_probs.size(1)), device);
+      runtime::to_device_async(absolute(input_rel, log_probs.size(1)), device);
   const at::Tensor target_lengths =
-      features::to_device_async(absolute(target_rel, targets.size(1)), device);
+      runtime::to_device_async(absolute(target_rel, targets.size(1)), device);
   const at::Tensor losses =
       ops::ctc_loss(log_probs.to(torch::kFloat32), targets.to(device, torch::kLong), input_lengths,
                     target_lengths, blank, /*zero_infinity=*/true);

@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "nn/checkpoint.h"
 #include "train/asr_train_task.h"
-#include "train/autocast.h"
+#include "runtime/autocast.h"
 #include "train/lm_train_task.h"
 #include "train/train_data.h"
 #include "train/training_curves.h"
@@ -231,7 +231,7 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
                                 static_cast<uint64_t>(parallel_->rank());
   at::Tensor loss;
   {
-    AutocastGuard autocast(device_, config_.precision);
+    runtime::AutocastGuard autocast(device_, config_.precision);
     const nn::ActivationCheckpointing checkpointing(config_.activation_checkpointing);
     loss = batches.loss(global_index);
   }

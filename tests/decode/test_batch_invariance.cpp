@@ -13,7 +13,7 @@
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
 #include "models/transformer_asr.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 
 namespace {
 
@@ -73,7 +73,7 @@ masr::hparams::Hparams load_hparams(const std::string& file,
 }  // namespace
 
 TEST_CASE("decoding is batch-invariant for every encoder type", "[decode]") {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   struct Case {
     const char* file;
     std::vector<std::pair<std::string, std::string>> overrides;

@@ -11,18 +11,18 @@
 #include "decode/batch_decoder.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
-#include "runtime/registration.h"
-#include "runtime/step_bench.h"
+#include "toolkit/registration.h"
+#include "toolkit/step_bench.h"
 
 TEST_CASE("a random S2S model without a tokenizer decodes with explicit pieces", "[decode]") {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   masr::hparams::LoadOptions options;
   options.placeholder_value = "unused";
   const auto model = masr::models::AsrModel::from_hparams(masr::hparams::load_file(
       std::string(MASR_SOURCE_DIR) + "/hparams/S2S/conmamba_tiny.yaml", options));
   REQUIRE(model->is_s2s());
   REQUIRE_FALSE(model->tokenizer());
-  masr::runtime::prime_for_evaluation(*model, model->fbank().config().sample_rate);
+  masr::toolkit::prime_for_evaluation(*model, model->fbank().config().sample_rate);
 
   CHECK_THROWS_WITH(masr::decode::AsrModelRecognizer(model), Catch::Contains("has no tokenizer"));
   CHECK_THROWS_WITH(masr::decode::AsrModelRecognizer(model, {"a", "b"}),

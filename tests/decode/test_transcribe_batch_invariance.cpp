@@ -31,7 +31,7 @@
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
 #include "models/transformer_asr.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 
 namespace {
 
@@ -192,7 +192,7 @@ double compare(const Transcripts& want, const Transcripts& got,
 
 TEST_CASE("transcribe_files gives the same transcripts at every batching, for every encoder type",
           "[decode][batch-invariance]") {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   Utterances utterances;
   write_utterances(utterances);
   const auto& rows = utterances.rows;

@@ -18,7 +18,7 @@
 #include "features/augment_spectrogram_drop.h"
 #include "features/augment_warping.h"
 #include "hparams/hparams.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 #include "core/remove_tree.h"
 
 using namespace masr::features;
@@ -404,7 +404,7 @@ TEST_CASE("Augmentation configs reject bad values with the value in the message"
 }
 
 TEST_CASE("hparams build the S2S recipe's Augmenter", "[augment]") {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   const std::string yaml = R"(
 time_drop: !new:speechbrain.augment.freq_domain.SpectrogramDrop
     drop_length_low: 15

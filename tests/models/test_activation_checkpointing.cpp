@@ -14,7 +14,7 @@
 #include "models/conformer_encoder.h"
 #include "models/conmamba_encoder.h"
 #include "nn/checkpoint.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 #include "train/train_config.h"
 
 namespace {
@@ -98,7 +98,7 @@ TEST_CASE("checkpointing is a plain call without grad mode or when switched off"
 }
 
 TEST_CASE("activation_checkpointing is an hparams key (off by default)", "[models]") {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   masr::hparams::LoadOptions options;
   options.placeholder_value = "unused";
   const std::string file = std::string(MASR_SOURCE_DIR) + "/hparams/S2S/conmamba_tiny.yaml";

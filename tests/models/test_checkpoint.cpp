@@ -12,7 +12,7 @@
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
 #include "models/checkpoint.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 #include "text/tokenizer.h"
 #include "tiny_asr.h"
 
@@ -89,7 +89,7 @@ TEST_CASE("AsrModel from hparams: shapes of features, encoder, CTC and decoder",
 }
 
 TEST_CASE("AsrModel from hparams names missing keys and mismatched heads", "[checkpoint]") {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   std::string yaml = tiny_yaml(1);
   const auto without_seq = yaml.substr(0, yaml.find("seq_lin:"));
   CHECK_THROWS_WITH(AsrModel::from_hparams(masr::hparams::load_text(without_seq, {}, "t.yaml")),

@@ -6,12 +6,12 @@
 #include "hparams/hparams.h"
 #include "models/module_object.h"
 #include "models/transformer_asr.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 
 namespace {
 
 masr::hparams::Hparams load(const std::string& text) {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   return masr::hparams::load_text(text, {}, "test.yaml");
 }
 

@@ -7,7 +7,7 @@
 
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 
 namespace masr::testing {
 
@@ -62,7 +62,7 @@ seq_lin: !new:speechbrain.nnet.linear.Linear
 }
 
 inline std::shared_ptr<models::AsrModel> build(const std::string& yaml, uint64_t seed = 7) {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   std::string text = yaml;
   text.replace(text.find("seed: 7"), 7, "seed: " + std::to_string(seed));
   return models::AsrModel::from_hparams(masr::hparams::load_text(text, {}, "tiny.yaml"));

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "models/transformer_lm.h"
-#include "train/autocast.h"
+#include "runtime/autocast.h"
 #include "train/grad_scaler.h"
 
 using namespace masr;
@@ -106,7 +106,7 @@ TEST_CASE("grad scaler: fp16 steps of a tiny LM on CUDA", "[.cuda]") {
   for (int step = 0; step < 8; ++step) {
     at::Tensor loss;
     {
-      AutocastGuard autocast(torch::kCUDA, "fp16");
+      runtime::AutocastGuard autocast(torch::kCUDA, "fp16");
       REQUIRE(autocast.active());
       const at::Tensor logits = lm->forward(tokens.narrow(1, 0, 11));
       CHECK(logits.scalar_type() == at::kHalf);

@@ -20,7 +20,7 @@
 #include "features/fbank.h"
 #include "features/input_normalization.h"
 #include "hparams/hparams.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 #include "train/asr_task.h"
 #include "train/data_parallel.h"
 #include "train/fused_adam.h"
@@ -104,7 +104,7 @@ TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fu
   // cuDNN convolutions default to TF32 (10-bit mantissa) on this GPU: off for an fp32 comparison.
   const bool tf32 = at::globalContext().allowTF32CuDNN();
   at::globalContext().setAllowTF32CuDNN(false);
-  runtime::register_all_classes();
+  toolkit::register_all();
   hparams::LoadOptions options;
   options.overrides = {{"transformer_dropout", "0.0"}};
   options.placeholder_value = "unused";
@@ -393,7 +393,7 @@ TEST_CASE("CUDA augmentation: no host sync; lengths and row map stay on the host
 TEST_CASE("CUDA trainer forward with each utterance's own lengths runs without a host sync",
           "[.cuda]") {
   require_cuda();
-  runtime::register_all_classes();
+  toolkit::register_all();
   hparams::LoadOptions options;
   options.placeholder_value = "unused";
   const hparams::Hparams hp = hparams::load_file(

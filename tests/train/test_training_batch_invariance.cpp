@@ -17,7 +17,7 @@
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
 #include "models/transformer_asr.h"
-#include "runtime/registration.h"
+#include "toolkit/registration.h"
 #include "train/asr_task.h"
 #include "train/losses.h"
 
@@ -175,7 +175,7 @@ void prepare(torch::nn::Module& root, const std::function<void()>& first_batch) 
 }  // namespace
 
 TEST_CASE("training is batch-invariant: the model's loss and gradients", "[train]") {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   const auto [a, b] = two_utterances();
   for (const Case& c : cases()) {
     INFO(c.file << (c.causal ? " (causal)" : ""));
@@ -213,7 +213,7 @@ TEST_CASE("training is batch-invariant: the model's loss and gradients", "[train
 // row at the end of the padded batch and round rel * T' of the padded batch, which made an
 // utterance's last frames and its number of CTC frames depend on its partners; docs/models.md).
 TEST_CASE("training is batch-invariant: the trainer's loss and gradients", "[train]") {
-  masr::runtime::register_all_classes();
+  masr::toolkit::register_all();
   const auto [a, b] = two_utterances();
   for (const Case& c : cases()) {
     INFO(c.file << (c.causal ? " (causal)" : ""));

@@ -1,0 +1,396 @@
+// lib/toolkit/step_bench.cpp
+// The train step mirrors TrainLoop::train_batch (autocast forward, OptimizerStepper backward and
+// step); the decode mirrors the greedy CTC path of `mamba-asr decode`.
+#include "toolkit/step_bench.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "core/error.h"
+#include "features/augment_interface.h"
+#include "hparams/hparams.h"
+#include "models/asr_model.h"
+#include "models/torch_save_reader.h"
+#include "nn/checkpoint.h"
+#include "runtime/autocast.h"
+#include "runtime/peak_memory.h"
+#include "train/asr_task.h"
+#include "train/data_parallel.h"
+#include "train/optimizer_stepper.h"
+#include "train/step_profile.h"
+#include "train/train_config.h"
+
+#if defined(MASR_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/profiler_kineto.h>
+#define MASR_HAS_KINETO 1
+#endif
+
+namespace masr::toolkit {
+namespace {
+
+// Records CPU and CUDA activity (Kineto) between start() and stop(path), which writes a Chrome
+// trace; a config error where this build has no Kineto.
+class KinetoTrace {
+ public:
+  void start() {
+#ifdef MASR_HAS_KINETO
+    namespace prof = torch::autograd::profiler;
+    const torch::profiler::impl::ProfilerConfig config(
+        torch::profiler::impl::ProfilerState::KINETO);
+    const std::set<torch::profiler::impl::ActivityType> activities{
+        torch::profiler::impl::ActivityType::CPU, torch::profiler::impl::ActivityType::CUDA};
+    prof::prepareProfiler(config, activities);
+    prof::enableProfiler(config, activities);
+    on_ = true;
+#else
+    throw_config_error("bench --trace needs a CUDA build with LibTorch >= 2 (Kineto)");
+#endif
+  }
+  void stop(const std::string& path) {
+#ifdef MASR_HAS_KINETO
+    if (!on_) return;
+    on_ = false;
+    torch::autograd::profiler::disableProfiler()->save(path);
+#else
+    (void)path;
+#endif
+  }
+
+ private:
+  bool on_ = false;
+};
+
+// Random audio and tokens shaped like a LibriSpeech batch: about 12 characters (or 3 subword
+// units) per second, fewer than the 25 encoder frames per second that CTC needs.
+// A batch of full-length utterances (every relative length 1): wav (B, S), tokens (B, U).
+train::AsrBatch full_length_batch(const at::Tensor& wav, const at::Tensor& tokens, int64_t bos,
+                                  int64_t eos, const std::string& id_prefix, double sample_rate) {
+  const int64_t batch = wav.size(0);
+  train::AsrBatch b;
+  for (int64_t i = 0; i < batch; ++i) b.ids.push_back(id_prefix + std::to_string(i));
+  b.words.assign(static_cast<size_t>(batch), "");
+  b.wav = wav.to(torch::kFloat);
+  b.wav_rel = torch::ones({batch});
+  b.tokens = tokens.to(torch::kLong);
+  b.tokens_rel = torch::ones({batch});
+  b.tokens_bos = torch::cat({torch::full({batch, 1}, bos, torch::kLong), b.tokens}, 1);
+  b.tokens_eos = torch::cat({b.tokens, torch::full({batch, 1}, eos, torch::kLong)}, 1);
+  b.tokens_eos_rel = torch::ones({batch});
+  b.audio_seconds = static_cast<double>(b.wav.numel()) / sample_rate;
+  return b;
+}
+
+train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t vocab, int64_t bos, int64_t eos,
+                                int sample_rate) {
+  const int64_t samples = static_cast<int64_t>(spec.seconds * sample_rate);
+  const double per_s = spec.tokens_per_second > 0 ? spec.tokens_per_second : vocab <= 100 ? 12 : 3;
+  const int64_t u = std::max<int64_t>(1, static_cast<int64_t>(spec.seconds * per_s));
+  return full_length_batch(
+      torch::randn({spec.batch, samples}) * 0.1,
+      torch::randint(3, std::max<int64_t>(4, vocab), {spec.batch, u}, torch::kLong), bos, eos,
+      "synthetic-", sample_rate);
+}
+
+std::string shape_note(const StepSpec& spec) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%s %s, batch %lld x %.1f s, %d threads", spec.device.c_str(),
+                spec.precision.c_str(), static_cast<long long>(spec.batch), spec.seconds,
+                at::get_num_threads());
+  std::string note = buf;
+  if (spec.tokens_per_second > 0) {
+    std::snprintf(buf, sizeof(buf), ", %.1f tokens/s", spec.tokens_per_second);
+    note += buf;
+  }
+  return note;
+}
+
+}  // namespace
+
+struct TrainStepBench::State {
+  train::TrainConfig config;
+  std::unique_ptr<train::AsrTask> task;
+  std::unique_ptr<train::OptimizerStepper> stepper;
+  train::LossOptions loss;
+  at::Device device = at::kCPU;
+};
+
+TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const std::string& device)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.config = train::train_config_from(hp);
+  s.config.grad_accumulation_factor = 1;  // every timed step is a full optimizer step
+  s.device = at::Device(device);
+  if (!s.device.is_cuda()) s.config.precision = "fp32";  // autocast is CUDA-only (train/autocast.h)
+  s.task = std::make_unique<train::AsrTask>(hp);
+  s.task->to(s.device);
+  s.task->train(true);
+  s.stepper = std::make_unique<train::OptimizerStepper>(
+      s.config, s.task->parameters(), s.device.is_cuda(), std::make_shared<train::DataParallel>());
+  s.loss = train::loss_options_of(s.config);
+}
+
+TrainStepBench::~TrainStepBench() = default;
+
+runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
+                                         const runtime::BenchSettings& settings) {
+  State& s = *state_;
+  torch::manual_seed(0);
+  const train::AsrBatch batch = synthetic_batch(spec, s.config.output_neurons, s.config.bos_index,
+                                                s.config.eos_index, s.config.sample_rate)
+                                    .to(s.device);
+  at::Generator generator = features::make_generator(0);
+  const std::string precision = s.device.is_cuda() ? spec.precision : "fp32";
+  if (precision != s.config.precision) {
+    // The stepper's loss scaler follows the precision (on for fp16 on CUDA): a new one.
+    s.config.precision = precision;
+    s.stepper = std::make_unique<train::OptimizerStepper>(s.config, s.task->parameters(),
+                                                          s.device.is_cuda(),
+                                                          std::make_shared<train::DataParallel>());
+  }
+  runtime::reset_peak_memory(spec.device);
+  train::StepProfile profile(s.device);
+  std::optional<train::ActiveProfile> active;
+  int calls = 0;
+  KinetoTrace trace;
+  runtime::BenchResult r = runtime::measure(
+      "train-step/" + precision + "/b" + std::to_string(spec.batch), settings, [&] {
+        // Only the timed repetitions are profiled (the first `warmup` calls are not); the trace
+        // covers the first three of them.
+        if (settings.profile && calls == settings.warmup) active.emplace(&profile);
+        if (!settings.trace.empty() && calls == settings.warmup) {
+          try {
+            trace.start();
+          } catch (const std::exception& e) {  // the timing goes on without the trace
+            std::cerr << "bench: no trace: " << e.what() << "\n";
+          }
+        }
+        if (!settings.trace.empty() && calls == settings.warmup + 3) trace.stop(settings.trace);
+        ++calls;
+        if (active) profile.begin_step("features");
+        at::Tensor loss;
+        {
+          runtime::AutocastGuard autocast(s.device, precision);
+          const nn::ActivationCheckpointing checkpointing(s.config.activation_checkpointing);
+          loss = s.task->forward(batch, true, 1, &generator, s.loss).loss;
+        }
+        s.stepper->backward(loss);
+        if (active) profile.end_step();
+        runtime::synchronize_device(spec.device);
+      });
+  active.reset();
+  trace.stop(settings.trace);
+  r.work = batch.audio_seconds;
+  r.work_unit = "audio-s";
+  r.note = shape_note(spec) + ", fwd+bwd+" + s.config.optimizer.type;
+  r.metrics.emplace_back("peak_bytes", static_cast<double>(runtime::peak_memory(spec.device)));
+  if (settings.profile) {
+    for (const train::PhaseSummary& p : profile.summary()) {
+      r.metrics.emplace_back("profile." + p.name + "_ms", p.median_ms);
+      if (s.device.is_cuda()) {
+        r.metrics.emplace_back("profile." + p.name + "_syncs", p.syncs);
+        r.metrics.emplace_back("profile." + p.name + "_host_ms", p.host_median_ms);
+      }
+    }
+    std::cerr << "train-step profile, " << shape_note(spec) << ":\n" << profile.table();
+    if (!settings.trace.empty()) {  // with a trace: the profile's JSON (sync sites) beside it
+      std::ofstream(settings.trace + ".profile.json") << profile.json().dump(2) << "\n";
+    }
+  }
+  return r;
+}
+
+struct DecodeBench::State {
+  std::shared_ptr<models::AsrModel> model;
+  int sample_rate = 16000;
+};
+
+DecodeBench::DecodeBench(const hparams::Hparams& hp, const std::string& device)
+    : state_(std::make_unique<State>()) {
+  state_->model = models::AsrModel::from_hparams(hp);
+  if (device != "cpu") state_->model->to(c10::Device(device));
+  if (const auto* rate = hp.find("sample_rate")) state_->sample_rate = rate->as_int();
+  prime_for_evaluation(*state_->model, state_->sample_rate);
+}
+
+void prime_for_evaluation(models::AsrModel& model, int sample_rate) {
+  // Outside inference mode, so that the statistics stay ordinary tensors that a train step
+  // sharing the modules may update later.
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  const at::Tensor wav = (torch::randn({1, sample_rate}) * 0.1).to(model.device());
+  (void)model.features(wav, {}, 1, /*update_norm=*/true);
+  model.eval();
+}
+
+DecodeBench::~DecodeBench() = default;
+
+runtime::BenchResult DecodeBench::run(const StepSpec& spec,
+                                      const runtime::BenchSettings& settings) {
+  auto& model = *state_->model;
+  c10::InferenceMode inference;
+  torch::manual_seed(0);
+  const auto samples = static_cast<int64_t>(spec.seconds * state_->sample_rate);
+  const at::Tensor wav = (torch::randn({spec.batch, samples}) * 0.1).to(model.device());
+  runtime::reset_peak_memory(spec.device);
+  runtime::BenchResult r = runtime::measure("decode/b" + std::to_string(spec.batch), settings, [&] {
+    const models::Encoded enc = model.encode(model.features(wav));
+    (void)model.ctc_log_probs(enc.out).argmax(-1).cpu();
+  });
+  const double audio = spec.seconds * static_cast<double>(spec.batch);
+  r.work = audio;
+  r.work_unit = "audio-s";
+  r.note = shape_note(spec) + ", greedy CTC";
+  const double rtf = r.median() / audio;
+  r.metrics = {{"rtf", rtf},
+               {"rtfx", rtf > 0 ? 1.0 / rtf : 0.0},
+               {"latency_p50_ms", r.percentile(50) * 1e3},
+               {"latency_p90_ms", r.percentile(90) * 1e3},
+               {"peak_bytes", static_cast<double>(runtime::peak_memory(spec.device))}};
+  return r;
+}
+
+}  // namespace masr::toolkit
+
+namespace masr::toolkit {
+namespace {
+
+hparams::Hparams load_for_bench(const runtime::BenchSettings& settings) {
+  hparams::LoadOptions options;
+  options.placeholder_value = "unused";
+  // Relative to the repository root, like the encoder benchmark.
+  return hparams::load_file(
+      settings.hparams.empty() ? "hparams/CTC/conmamba_tiny.yaml" : settings.hparams, options);
+}
+
+StepSpec spec_of(const runtime::BenchSettings& settings, int64_t batch,
+                 const std::string& precision) {
+  StepSpec spec;
+  spec.device = settings.device;
+  spec.precision = precision;
+  spec.batch = batch;
+  spec.seconds = settings.seconds;
+  spec.tokens_per_second = settings.tokens_per_second;
+  return spec;
+}
+
+std::vector<runtime::BenchResult> run_train_step(const runtime::BenchSettings& settings) {
+  const hparams::Hparams hp = load_for_bench(settings);
+  TrainStepBench bench(hp, settings.device);
+  const std::vector<int64_t> batches =
+      settings.batches.empty() ? std::vector<int64_t>{1, 4} : settings.batches;
+  std::vector<runtime::BenchResult> results;
+  for (int64_t batch : batches) {
+    results.push_back(bench.run(spec_of(settings, batch, settings.precision), settings));
+  }
+  return results;
+}
+
+// The reference's batch.pt: {"wavs": (B, S) float, "tokens": (B, U) int64, "bos": int, "eos": int},
+// all relative lengths 1 (ref_train_step.py's batch).
+train::AsrBatch reference_batch(const std::string& path, double sample_rate) {
+  const auto value = models::read_torch_save(path);
+  const models::PyValue* wavs = value->find("wavs");
+  const models::PyValue* tokens = value->find("tokens");
+  const models::PyValue* bos = value->find("bos");
+  const models::PyValue* eos = value->find("eos");
+  using Kind = models::PyValue::Kind;
+  if (wavs == nullptr || wavs->kind != Kind::kTensor || tokens == nullptr ||
+      tokens->kind != Kind::kTensor || bos == nullptr || bos->kind != Kind::kInt ||
+      eos == nullptr || eos->kind != Kind::kInt) {
+    throw_input_error(path +
+                      ": expected a dict with wavs and tokens (tensors), bos and eos (ints)");
+  }
+  return full_length_batch(wavs->tensor, tokens->tensor, bos->i, eos->i, "reference-", sample_rate);
+}
+
+// Training-math parity with the Python reference: the same initial weights and batch, float32, no
+// augmentation (dropout is whatever the hparams say: set it to 0 on both sides); the loss of each
+// of --repeat steps (warm-up included, since every step counts) as metrics loss.<step>.
+std::vector<runtime::BenchResult> run_train_parity(const runtime::BenchSettings& settings) {
+  if (settings.init.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "bench train-parity: give --init DIR (model.ckpt and batch.pt of the reference's "
+                "ref_train_step.py --save-init DIR)");
+  }
+  const hparams::Hparams hp = load_for_bench(settings);
+  train::TrainConfig config = train::train_config_from(hp);
+  config.grad_accumulation_factor = 1;
+  config.precision = "fp32";
+  const at::Device device(settings.device);
+  train::AsrTask task(hp);
+  const auto model = models::AsrModel::from_hparams(hp);  // the same module objects as `task`
+  model->load_speechbrain_weights(hp, settings.init + "/model.ckpt");
+  task.to(device);
+  task.train(true);
+  train::OptimizerStepper stepper(config, task.parameters(), device.is_cuda(),
+                                  std::make_shared<train::DataParallel>());
+  const train::AsrBatch batch =
+      reference_batch(settings.init + "/batch.pt", config.sample_rate).to(device);
+  const train::LossOptions loss_options = train::loss_options_of(config);
+  runtime::BenchResult r;
+  r.name = "train-parity/fp32/b" + std::to_string(batch.wav.size(0));
+  const int steps = settings.warmup + settings.repeat;
+  for (int i = 0; i < steps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const at::Tensor loss = task.forward(batch, true, 1, nullptr, loss_options).loss;
+    const double value = loss.item<double>();
+    stepper.backward(loss);
+    runtime::synchronize_device(settings.device);
+    r.seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    r.metrics.emplace_back("loss." + std::to_string(i), value);
+  }
+  r.work = batch.audio_seconds;
+  r.work_unit = "audio-s";
+  r.note = settings.device + " fp32, " + std::to_string(steps) + " steps from " + settings.init;
+  return {r};
+}
+
+std::vector<runtime::BenchResult> run_decode(const runtime::BenchSettings& settings) {
+  const hparams::Hparams hp = load_for_bench(settings);
+  DecodeBench bench(hp, settings.device);
+  const std::vector<int64_t> batches =
+      settings.batches.empty() ? std::vector<int64_t>{1, 8} : settings.batches;
+  std::vector<runtime::BenchResult> results;
+  for (int64_t batch : batches)
+    results.push_back(bench.run(spec_of(settings, batch, "fp32"), settings));
+  return results;
+}
+
+}  // namespace
+
+void register_step_benchmarks() {
+  runtime::register_benchmark(
+      {"train-step",
+       "Training step (forward + backward + optimizer step) of "
+       "hparams/CTC/conmamba_tiny.yaml (or --hparams) on random audio of --seconds, "
+       "--batch 1,4; audio-s/s and peak memory (RSS on CPU, CUDA max allocated)",
+       run_train_step});
+  runtime::Benchmark parity{
+      "train-parity",
+      "Training-math parity with the Python reference: --warmup + --repeat fp32 "
+      "steps from its initial weights and batch (--init DIR, written by "
+      "ref_train_step.py --save-init DIR), one loss per step (docs/training.md)",
+      run_train_parity};
+  parity.only_when_named = true;
+  runtime::register_benchmark(parity);
+  runtime::register_benchmark(
+      {"decode-rtf",
+       "Batched greedy-CTC decoding (Fbank, encoder, CTC head, inference mode) of "
+       "hparams/CTC/conmamba_tiny.yaml (or --hparams), --batch 1,8 x --seconds; "
+       "RTF, RTFx, latency p50/p90 per batch, peak memory",
+       run_decode});
+}
+
+}  // namespace masr::toolkit

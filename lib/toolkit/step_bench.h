@@ -1,0 +1,68 @@
+// lib/toolkit/step_bench.h
+// The two measurements runtime planning and `bench` make on a model: a training step (forward,
+// backward, optimizer step on random audio) and a decode (features, encoder, CTC head in
+// inference mode), with peak memory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/benchmark.h"
+
+namespace masr::hparams {
+class Hparams;
+}
+namespace masr::models {
+class AsrModel;
+}
+
+namespace masr::toolkit {
+
+struct StepSpec {
+  std::string device = "cpu";      // resolved: cpu | cuda:N | mps
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (autocast on CUDA only)
+  int64_t batch = 1;               // utterances
+  double seconds = 4.0;            // length of each random utterance
+  // Tokens per second of each random transcript; 0: about LibriSpeech's (12 characters or 3
+  // subword units per second, by the vocabulary's size).
+  double tokens_per_second = 0.0;
+};
+
+// A model with its optimizer, ready to be stepped on synthetic batches.
+class TrainStepBench {
+ public:
+  // Builds the task and an optimizer (the hparams' own, accumulation 1) on `device`.
+  TrainStepBench(const hparams::Hparams& hp, const std::string& device);
+  ~TrainStepBench();
+  // Times forward + backward + optimizer step; work is audio seconds; metrics carry the peak
+  // memory ("peak_bytes"). Throws what LibTorch throws (out of memory included).
+  runtime::BenchResult run(const StepSpec& spec, const runtime::BenchSettings& settings);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Times batched decoding: Fbank + normalization + encoder + CTC log-probabilities + argmax, in
+// inference mode. Metrics: rtf (median time / audio seconds), rtfx (its inverse), latency p50 and
+// p90 per batch in ms, peak_bytes.
+class DecodeBench {
+ public:
+  DecodeBench(const hparams::Hparams& hp, const std::string& device);
+  ~DecodeBench();
+  runtime::BenchResult run(const StepSpec& spec, const runtime::BenchSettings& settings);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Readies a model built from hparams (random weights) for evaluation: a fresh model has no global
+// normalization statistics, which evaluation requires, so one training-mode feature pass over a
+// second of random audio gives it some; then eval().
+void prime_for_evaluation(models::AsrModel& model, int sample_rate);
+
+// Registers "train-step" and "decode-rtf" with `mamba-asr bench` (--hparams, --batch, --seconds).
+void register_step_benchmarks();
+
+}  // namespace masr::toolkit

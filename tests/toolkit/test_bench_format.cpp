@@ -1,0 +1,94 @@
+// tests/toolkit/test_bench_format.cpp
+// Benchmark output formats (table, JSON lines, CSV, Markdown) and the step benchmarks' metrics.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "hparams/hparams.h"
+#include "runtime/benchmark.h"
+#include "runtime/peak_memory.h"
+#include "toolkit/registration.h"
+#include "toolkit/step_bench.h"
+#include "runtime_fixtures.h"
+
+using namespace masr::runtime;
+using namespace masr::toolkit;
+
+namespace {
+BenchResult sample() {
+  BenchResult r;
+  r.name = "decode/b1";
+  r.seconds = {0.3, 0.1, 0.2};
+  r.work = 4.0;
+  r.work_unit = "audio-s";
+  r.note = "cpu fp32, batch 1";  // a comma: CSV must quote it
+  r.metrics = {{"rtf", 0.05}, {"peak_bytes", 2097152}};
+  return r;
+}
+}  // namespace
+
+TEST_CASE("bench results print as JSON lines, CSV and Markdown", "[runtime][bench]") {
+  const std::vector<BenchResult> results = {sample()};
+  const auto j = nlohmann::json::parse(format_results(results, ResultFormat::kJson));
+  CHECK(j["median_s"] == Approx(0.2));
+  CHECK(j["throughput_per_s"] == Approx(20.0));
+  CHECK(j["rtf"] == Approx(0.05));
+  CHECK(j["peak_bytes"] == Approx(2097152));
+
+  const std::string csv = format_results(results, ResultFormat::kCsv);
+  CHECK(csv ==
+        "name,repeat,median_s,p10_s,p90_s,work,work_unit,throughput_per_s,rtf,peak_bytes,note\n"
+        "decode/b1,3,0.2,0.12,0.28,4,audio-s,20,0.05,2097152,\"cpu fp32, batch 1\"\n");
+
+  const std::string md = format_results(results, ResultFormat::kMarkdown);
+  CHECK_THAT(md, Catch::StartsWith("| benchmark | median ms |"));
+  CHECK_THAT(md, Catch::Contains("| decode/b1 | 200.000 | 120.000 - 280.000 | 20 audio-s/s | "
+                                 "rtf 0.05, peak 2.0 MiB | cpu fp32, batch 1 |"));
+  CHECK_THAT(format_results(results, ResultFormat::kTable), Catch::Contains("rtf 0.05"));
+}
+
+TEST_CASE("the train-step and decode benchmarks report work, RTF and peak memory",
+          "[runtime][bench]") {
+  register_all();
+  masr::hparams::LoadOptions load;
+  load.placeholder_value = "unused";
+  const auto hp = masr::hparams::load_file(masr::test::kTinyHparams, load);
+  BenchSettings settings;
+  settings.warmup = 0;
+  settings.repeat = 2;
+  StepSpec spec;
+  spec.batch = 2;
+  spec.seconds = 0.5;
+
+  // Decoding first: a fresh model has no normalization statistics until DecodeBench sets them.
+  DecodeBench decode(hp, "cpu");
+  const BenchResult d = decode.run(spec, settings);
+  std::map<std::string, double> m(d.metrics.begin(), d.metrics.end());
+  CHECK(m.at("rtf") == Approx(d.median() / 1.0));
+  CHECK(m.at("rtfx") == Approx(1.0 / m.at("rtf")));
+  CHECK(m.at("latency_p50_ms") == Approx(d.median() * 1e3));
+  CHECK(m.at("latency_p90_ms") >= m.at("latency_p50_ms"));
+  CHECK(m.at("peak_bytes") > 0);
+
+  TrainStepBench train(hp, "cpu");
+  const BenchResult t = train.run(spec, settings);
+  CHECK(t.seconds.size() == 2);
+  CHECK(t.work == Approx(1.0));  // 2 x 0.5 audio seconds
+  CHECK(t.work_unit == "audio-s");
+  REQUIRE(t.metrics.size() == 1);
+  CHECK(t.metrics[0].first == "peak_bytes");
+  CHECK(t.metrics[0].second > 0);
+}
+
+TEST_CASE("peak memory follows an allocation on the CPU", "[runtime][bench]") {
+  reset_peak_memory("cpu");
+  const int64_t before = peak_memory("cpu");
+  REQUIRE(before > 0);
+  {
+    std::vector<char> block(256 << 20, 1);  // touched: 256 MiB resident
+    CHECK(peak_memory("cpu") >= before + (200 << 20));
+  }
+  CHECK(std::string(peak_memory_kind("cpu")) == "RSS");
+  CHECK(is_out_of_memory("CUDA out of memory. Tried to allocate 2.00 GiB"));
+  CHECK_FALSE(is_out_of_memory("shape mismatch"));
+}
