@@ -1,4 +1,4 @@
-# cmake/check_layers.cmake — fails when a file in lib/<folder>/ includes a header of a folder that
+# cmake/check_layers.cmake — fails when a file in lib/<folder>/ (or a subfolder) includes a header of a folder that
 # lib/CMakeLists.txt does not list among that folder's layers below (MASR_LAYER_<folder>).
 #   cmake -DLIB_DIR=<lib> -DLAYERS_FILE=<layers.cmake> [-DSTAMP=<file>] -P cmake/check_layers.cmake
 # lib/CMakeLists.txt runs it when configuring and before building the library, so an include that
@@ -10,7 +10,7 @@ include(${LAYERS_FILE})  # sets MASR_LAYERS and MASR_LAYER_<folder>
 
 set(violations "")
 foreach(folder ${MASR_LAYERS})
-  file(GLOB files ${LIB_DIR}/${folder}/*.h ${LIB_DIR}/${folder}/*.cpp ${LIB_DIR}/${folder}/*.cu)
+  file(GLOB_RECURSE files ${LIB_DIR}/${folder}/*.h ${LIB_DIR}/${folder}/*.cpp ${LIB_DIR}/${folder}/*.cu)
   set(allowed ${folder} ${MASR_LAYER_${folder}})
   foreach(path ${files})
     file(STRINGS ${path} lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"[a-z_]+/")

@@ -22,6 +22,7 @@ using Runner = std::function<int()>;
 
 Runner add_train_command(CLI::App& app, GlobalOptions& global);
 Runner add_decode_command(CLI::App& app, GlobalOptions& global);
+Runner add_stream_command(CLI::App& app, GlobalOptions& global);
 Runner add_bench_command(CLI::App& app, GlobalOptions& global);
 Runner add_detect_command(CLI::App& app, GlobalOptions& global);
 Runner add_features_command(CLI::App& app, GlobalOptions& global);

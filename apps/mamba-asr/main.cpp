@@ -71,6 +71,7 @@ int run(int argc, char** argv) {
   };
   add(masr::cli::add_train_command);
   add(masr::cli::add_decode_command);
+  add(masr::cli::add_stream_command);
   add(masr::cli::add_bench_command);
   add(masr::cli::add_detect_command);
   add(masr::cli::add_features_command);

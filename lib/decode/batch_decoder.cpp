@@ -33,16 +33,37 @@ Transcript make_transcript(const RecognitionModel& model, const CtcHypothesis& h
 
 }  // namespace
 
-void DecodeConfig::validate() const {
-  const std::vector<std::string> known = {"auto", "greedy", "ctc-beam", "s2s", "rescore"};
-  if (std::find(known.begin(), known.end(), search) == known.end()) {
-    throw_config_error("decode: unknown search '" + search +
-                       "' (expected auto, greedy, ctc-beam, s2s or rescore)");
+Search parse_search(const std::string& name) {
+  for (const Search s :
+       {Search::kAuto, Search::kGreedy, Search::kCtcBeam, Search::kS2S, Search::kRescore}) {
+    if (name == search_name(s)) return s;
   }
+  throw_config_error("decode: unknown search '" + name +
+                     "' (expected auto, greedy, ctc-beam, s2s or rescore)");
+}
+
+const char* search_name(Search search) {
+  switch (search) {
+    case Search::kAuto:
+      return "auto";
+    case Search::kGreedy:
+      return "greedy";
+    case Search::kCtcBeam:
+      return "ctc-beam";
+    case Search::kS2S:
+      return "s2s";
+    case Search::kRescore:
+      return "rescore";
+  }
+  return "?";
+}
+
+void DecodeConfig::validate() const {
   ctc.validate();
   s2s.validate();
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
-    throw_config_error("decode: unknown precision '" + precision + "' (expected fp32, bf16 or fp16)");
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16" && precision != "int8") {
+    throw_config_error("decode: unknown precision '" + precision +
+                       "' (expected fp32, bf16, fp16 or int8)");
   }
   if (decoder_temperature <= 0) throw_config_error("decode: decoder temperature must be > 0");
   if (!(std::abs(word_start_shift) <= 1.0)) {
@@ -51,10 +72,11 @@ void DecodeConfig::validate() const {
   }
 }
 
-std::string resolve_search(const DecodeConfig& config, const RecognitionModel& model) {
-  if (config.search == "auto") return model.has_decoder() ? "s2s" : "ctc-beam";
-  if ((config.search == "s2s" || config.search == "rescore") && !model.has_decoder()) {
-    throw_config_error("decode: search '" + config.search +
+Search resolve_search(const DecodeConfig& config, const RecognitionModel& model) {
+  if (config.search == Search::kAuto) return model.has_decoder() ? Search::kS2S : Search::kCtcBeam;
+  if ((config.search == Search::kS2S || config.search == Search::kRescore) &&
+      !model.has_decoder()) {
+    throw_config_error(std::string("decode: search '") + search_name(config.search) +
                        "' needs an attention decoder, and this model is CTC-only (use greedy or "
                        "ctc-beam)");
   }
@@ -115,7 +137,7 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
                                      const std::vector<const std::vector<float>*>& waveforms,
                                      const DecodeConfig& config, SequenceScorer* lm) {
   config.validate();
-  const std::string search = resolve_search(config, model);
+  const Search search = resolve_search(config, model);
   const int64_t batch = static_cast<int64_t>(waveforms.size());
   if (batch == 0) return {};
   size_t longest = 0;
@@ -135,8 +157,8 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
     float* row = rows + b * static_cast<int64_t>(longest);
     std::copy(w.begin(), w.end(), row);
     std::fill(row + w.size(), row + longest, 0.0f);
-    rel_lens.data_ptr<float>()[b] = static_cast<float>(static_cast<double>(w.size()) /
-                                                       static_cast<double>(longest));
+    rel_lens.data_ptr<float>()[b] =
+        static_cast<float>(static_cast<double>(w.size()) / static_cast<double>(longest));
   }
   const auto [enc, lens] = model.encode(wavs, rel_lens);
   const at::Tensor ctc = model.ctc_log_probs(enc);
@@ -146,8 +168,9 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
     return make_transcript(model, hyp, pieces, config.word_start_shift,
                            waveforms[out.size()]->size());
   };
-  if (search == "greedy") {  // the argmax runs on the model's device
-    for (const auto& hyp : ctc_greedy_search(ctc, lens)) out.push_back(transcript(hyp));
+  if (search == Search::kGreedy) {  // the argmax runs on the model's device
+    for (const auto& hyp : ctc_greedy_search(ctc, lens, config.ctc.blank))
+      out.push_back(transcript(hyp));
     return out;
   }
   const at::Tensor ctc_cpu = ctc.to(at::kCPU, at::kFloat);
@@ -156,12 +179,13 @@ std::vector<Transcript> decode_batch(RecognitionModel& model,
                                         const at::Tensor& t) {
     return model.decoder_log_probs(e, l, t);
   };
-  if (search == "ctc-beam" || search == "rescore") {
+  if (search == Search::kCtcBeam || search == Search::kRescore) {
     CtcBeamSearchOptions options = config.ctc;
-    if (search == "rescore") options.nbest = std::max<int64_t>(options.nbest, options.beam_size);
+    if (search == Search::kRescore)
+      options.nbest = std::max<int64_t>(options.nbest, options.beam_size);
     const auto nbests = CtcPrefixBeamSearch(options, pieces).search(ctc_cpu, lens_cpu);
     std::unique_ptr<AsrDecoderScorer> scorer;
-    if (search == "rescore")
+    if (search == Search::kRescore)
       scorer =
           std::make_unique<AsrDecoderScorer>(decoder_fn, enc, lens, config.decoder_temperature);
     for (int64_t b = 0; b < batch; ++b) {

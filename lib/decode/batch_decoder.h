@@ -48,8 +48,20 @@ class RecognitionModel {
   virtual double frame_seconds() const { return 0.04; }  // encoder frame shift
 };
 
+// The searches. A closed set, parsed once where it enters (the CLI, bench settings).
+enum class Search {
+  kAuto,     // s2s for a model with an attention decoder, else ctc-beam
+  kGreedy,   // CTC argmax
+  kCtcBeam,  // CTC prefix beam search (+ n-gram / neural LM fusion)
+  kS2S,      // joint CTC/attention beam search
+  kRescore,  // CTC prefix beam n-best rescored by the attention decoder
+};
+// "auto", "greedy", "ctc-beam", "s2s", "rescore": a config error listing them otherwise.
+Search parse_search(const std::string& name);
+const char* search_name(Search search);
+
 struct DecodeConfig {
-  std::string search = "auto";  // greedy | ctc-beam | s2s | rescore | auto (s2s with a decoder)
+  Search search = Search::kAuto;
   CtcBeamSearchOptions ctc;
   S2SBeamSearchOptions s2s;
   double decoder_temperature = 1.0;
@@ -59,13 +71,15 @@ struct DecodeConfig {
   // bundled model (docs/timestamps.md), 0 turns it off.
   double word_start_shift = kCtcWordStartShift;
   // fp32, or bf16 / fp16 autocast for the model's forward passes on CUDA (searches keep fp32
-  // scores); on a CPU model everything runs in fp32.
+  // scores); on a CPU model everything runs in fp32. int8: the model's encoder was quantized for
+  // the CPU (AsrModel::quantize_int8, which `decode --precision int8` calls after loading); the
+  // searches themselves run as for fp32, and it is no precision for a CUDA model.
   std::string precision = "fp32";
   void validate() const;  // throws a config error naming the option
 };
 
 // The search that `auto` resolves to for this model; an error for s2s/rescore without a decoder.
-std::string resolve_search(const DecodeConfig& config, const RecognitionModel& model);
+Search resolve_search(const DecodeConfig& config, const RecognitionModel& model);
 
 // waveforms: one float vector each, at the model's rate. lm: a neural LM for s2s (lm_weight > 0).
 // Returns one transcript per waveform (ids empty), in order; words are timed from the CTC

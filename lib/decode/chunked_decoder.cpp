@@ -96,11 +96,11 @@ const std::string kSpaceMark = "\xe2\x96\x81";  // "▁"
 
 // The best hypothesis of one segment: enc (1, T, d) and its CTC log-probabilities (1, T, V).
 CtcHypothesis search_segment(RecognitionModel& model, const at::Tensor& enc, const at::Tensor& ctc,
-                             const std::string& search, const DecodeConfig& config,
+                             Search search, const DecodeConfig& config,
                              const std::vector<std::string>& pieces, SequenceScorer* lm) {
   const int64_t frames = enc.size(1);
   const at::Tensor lens = at::full({1}, frames, at::TensorOptions(at::kLong).device(enc.device()));
-  if (search == "greedy") return ctc_greedy_search(ctc, lens, config.ctc.blank).at(0);
+  if (search == Search::kGreedy) return ctc_greedy_search(ctc, lens, config.ctc.blank).at(0);
   const at::Tensor ctc_cpu = ctc.to(at::kCPU, at::kFloat).contiguous();
   const at::Tensor lens_cpu = lens.to(at::kCPU);
   const DecoderFn decoder_fn = [&model](const at::Tensor& e, const at::Tensor& l,
@@ -108,12 +108,12 @@ CtcHypothesis search_segment(RecognitionModel& model, const at::Tensor& enc, con
     return model.decoder_log_probs(e, l, t);
   };
   CtcHypothesis hyp;
-  if (search == "ctc-beam" || search == "rescore") {
+  if (search == Search::kCtcBeam || search == Search::kRescore) {
     CtcBeamSearchOptions options = config.ctc;
-    if (search == "rescore") options.nbest = std::max<int64_t>(options.nbest, options.beam_size);
+    if (search == Search::kRescore) options.nbest = std::max<int64_t>(options.nbest, options.beam_size);
     const auto nbest = CtcPrefixBeamSearch(options, pieces).search(ctc_cpu, lens_cpu).at(0);
     if (nbest.empty()) return hyp;
-    if (search == "ctc-beam") return nbest[0];
+    if (search == Search::kCtcBeam) return nbest[0];
     const AsrDecoderScorer scorer(decoder_fn, enc, lens, config.decoder_temperature);
     const auto ranked = attention_rescore(nbest, scorer.teacher_forced(0), config.rescoring);
     return ranked.empty() ? hyp : ranked[0].hyp;
@@ -210,7 +210,7 @@ Transcript decode_chunked(RecognitionModel& model, SampleStream& audio, const De
   config.validate();
   chunking.validate();
   if (!chunking.enabled()) throw_config_error("decode_chunked: chunking is off (chunk seconds 0)");
-  const std::string search = resolve_search(config, model);
+  const Search search = resolve_search(config, model);
   const int rate = model.sample_rate();
   const int64_t frame = std::llround(model.frame_seconds() * rate);  // samples per encoder frame
   if (frame < 1) throw_config_error("decode_chunked: the model's frame shift is under a sample");

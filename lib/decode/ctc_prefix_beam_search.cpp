@@ -65,7 +65,7 @@ CtcPrefixBeamSearch::CtcPrefixBeamSearch(CtcBeamSearchOptions options,
                                          std::vector<std::string> pieces)
     : options_(options), pieces_(std::move(pieces)) {
   options_.validate();
-  if (options_.lm != nullptr && pieces_.empty()) {
+  if (options_.arpa != nullptr && pieces_.empty()) {
     throw_config_error("CTC beam search: an n-gram LM needs the vocabulary's pieces to find words");
   }
   const bool sentencepiece = std::any_of(pieces_.begin(), pieces_.end(), [](const std::string& p) {
@@ -79,13 +79,13 @@ CtcPrefixBeamSearch::CtcPrefixBeamSearch(CtcBeamSearchOptions options,
 
 void CtcPrefixBeamSearch::finish_word(Beam& beam, const std::string& word) const {
   beam.lm_score +=
-      options_.lm_weight * options_.lm->log_prob(beam.words, word) + options_.word_insertion_bonus;
+      options_.arpa_weight * options_.arpa->log_prob(beam.words, word) + options_.word_insertion_bonus;
   beam.words.push_back(word);
 }
 
 // Called once per new prefix: a token that starts a word completes the partial word before it.
 void CtcPrefixBeamSearch::extend_word(Beam& beam, int64_t token) const {
-  if (options_.lm == nullptr) return;
+  if (options_.arpa == nullptr) return;
   if (token >= static_cast<int64_t>(pieces_.size())) {
     throw_input_error("CTC beam search: token " + std::to_string(token) + " has no piece (" +
                       std::to_string(pieces_.size()) + " pieces)");
@@ -99,11 +99,11 @@ void CtcPrefixBeamSearch::extend_word(Beam& beam, int64_t token) const {
 }
 
 double CtcPrefixBeamSearch::final_lm_terms(const Beam& beam) const {
-  if (options_.lm == nullptr) return 0.0;
+  if (options_.arpa == nullptr) return 0.0;
   Beam copy = beam;
   if (!copy.partial.empty()) finish_word(copy, copy.partial);
   return copy.lm_score - beam.lm_score +
-         options_.lm_weight * options_.lm->log_prob(copy.words, "</s>");
+         options_.arpa_weight * options_.arpa->log_prob(copy.words, "</s>");
 }
 
 // Points every beam at its prefix's LM row, scoring the prefixes not cached in one batch.
@@ -140,7 +140,7 @@ void CtcPrefixBeamSearch::prune(std::vector<Beam>& beams) const {
                    [](const Beam& a, const Beam& b) { return a.score > b.score; });
   const double floor = beams.empty() ? kNegInf : beams[0].score + options_.beam_prune_logp;
   const size_t context =
-      options_.lm ? static_cast<size_t>(std::max(options_.lm->order() - 1, 1)) : 1;
+      options_.arpa ? static_cast<size_t>(std::max(options_.arpa->order() - 1, 1)) : 1;
   std::set<std::tuple<std::vector<std::string>, std::string, int64_t>> seen;
   std::vector<Beam> kept;
   for (Beam& beam : beams) {
@@ -173,7 +173,7 @@ std::vector<CtcHypothesis> CtcPrefixBeamSearch::search_one(const float* logp, in
   NeuralLmCache lm_cache;
   std::vector<Beam> beams(1);
   beams[0].logp_blank = 0.0;                             // the empty prefix, before any frame
-  if (options_.lm != nullptr) beams[0].words = {"<s>"};  // KenLM's BeginSentenceWrite state
+  if (options_.arpa != nullptr) beams[0].words = {"<s>"};  // KenLM's BeginSentenceWrite state
   std::vector<Beam> next;
   std::map<std::vector<int64_t>, size_t> slots;
   std::vector<int64_t> candidates;

@@ -34,14 +34,14 @@ struct CtcBeamSearchOptions {
   bool prune_history = false;
   int64_t blank = 0;
   int64_t nbest = 1;
-  // Word n-gram fusion (off when `lm` is null): each completed word adds
-  // lm_weight * ln P(word | history) + word_insertion_bonus; "</s>" is scored at the end.
-  const ArpaLm* lm = nullptr;
-  double lm_weight = 0.5;
+  // Word n-gram (ARPA) fusion (off when `arpa` is null): each completed word adds
+  // arpa_weight * ln P(word | history) + word_insertion_bonus; "</s>" is scored at the end.
+  const ArpaLm* arpa = nullptr;
+  double arpa_weight = 0.5;
   double word_insertion_bonus = 0.0;
   // Neural token LM fusion (off when null): each token that extends a prefix adds
   // neural_lm_weight * log P_lm(token | prefix), and eos is scored at the end. The LM must share
-  // the acoustic model's vocabulary. May be combined with the word n-gram `lm`: both terms add.
+  // the acoustic model's vocabulary. May be combined with the word n-gram `arpa`: both terms add.
   PrefixLm* neural_lm = nullptr;
   double neural_lm_weight = 0.5;
   // Added per token with the neural LM (ESPnet's length bonus): offsets the LM's per-token cost,

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "features/registration.h"
+#include "models/int8_encoder.h"
 #include "models/module_object.h"
 #include "models/transformer_asr.h"
 #include "nn/conv_frontend.h"
@@ -324,9 +325,28 @@ void AsrModel::load_state(const std::vector<std::pair<std::string, at::Tensor>>&
                              std.to(own["normalize.glob_std"].device()));
 }
 
-void AsrModel::train(bool on) { root_->train(on); }
+void AsrModel::train(bool on) {
+  if (on && is_int8()) {
+    throw_config_error("AsrModel: an int8 model is for decoding only; train the float model (load "
+                       "it again without quantizing)");
+  }
+  root_->train(on);
+}
 bool AsrModel::is_training() const { return root_->is_training(); }
-void AsrModel::to(const c10::Device& device) { root_->to(device); }
+void AsrModel::to(const c10::Device& device) {
+  if (is_int8() && !device.is_cpu()) {
+    throw_config_error("AsrModel: an int8 model runs on the CPU, not on " + device.str() +
+                       " (int8 is LibTorch's CPU quantized linear; on a GPU use --precision bf16 "
+                       "or fp16)");
+  }
+  root_->to(device);
+}
+
+std::string AsrModel::quantize_int8() {
+  if (is_int8()) return int8_summary_;
+  int8_summary_ = quantize_encoder_int8(*transformer_).str();
+  return int8_summary_;
+}
 
 c10::Device AsrModel::device() const {
   const auto params = root_->parameters(true);

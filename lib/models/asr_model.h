@@ -55,7 +55,8 @@ struct Encoded {
 //
 // A model is shared read-only once loaded: searches keep their own state. The only mutations
 // are training (parameters, and normalization statistics through features(update_norm=true)),
-// train()/eval(), to() and set_tokenizer(), all before the model is shared across threads.
+// train()/eval(), to(), quantize_int8() and set_tokenizer(), all before the model is shared
+// across threads.
 class AsrModel {
  public:
   static constexpr const char* kCtc = "ctc";
@@ -128,9 +129,19 @@ class AsrModel {
 
   void train(bool on = true);
   void eval() { train(false); }
-  bool is_training() const;
-  void to(const c10::Device& device);
+  bool is_training() const;  // train(true) is a config error once the model is int8
+  void to(const c10::Device& device);  // a config error for a non-CPU device once int8
   c10::Device device() const;
+
+  // Decoding on CPUs with int8 matrix products: quantizes the encoder's Linear layers in place
+  // (models/int8_encoder.h: the feed-forwards, Mamba's in_proj / out_proj, the convolution
+  // modules' pointwise layers run as LibTorch dynamic int8 layers from now on); the front end,
+  // the input projection, the scan, the CTC head and any decoder stay float32, and the float
+  // parameters stay as they are. Evaluation mode, on the CPU; call it once, before the model is
+  // shared (again: no change). Returns what was quantized, for a log line. Config errors: an
+  // encoder other than ConMamba, a model not on the CPU or in training mode, no quantized engine.
+  std::string quantize_int8();
+  bool is_int8() const { return !int8_summary_.empty(); }
 
   const std::string& model_type() const { return model_type_; }
   bool is_s2s() const { return model_type_ == kS2s; }
@@ -172,6 +183,7 @@ class AsrModel {
   std::shared_ptr<torch::nn::Module> root_;
   std::shared_ptr<const text::Tokenizer> tokenizer_;
   std::string hparams_yaml_;
+  std::string int8_summary_;  // set by quantize_int8()
 };
 
 }  // namespace masr::models

@@ -9,8 +9,9 @@
 //   per section:          u32 name length, name, u64 data length, data
 //   u32 CRC-32            (IEEE, zlib's) of every byte before it
 //   "MASR_END"            8 bytes end marker (absent: the file is truncated)
-// Sections: "model_type" ("ctc" | "s2s"), "hparams.yaml" (AsrModel::hparams_yaml()), "state"
-// (torch.save/torch::pickle_save zip of a {name: tensor} dict, names as AsrModel::named_state();
+// Sections: "model_type" ("ctc" | "s2s": AsrModel; "lm": LmModel), "hparams.yaml" (the model's
+// hparams_yaml()), "state" (torch.save/torch::pickle_save zip of a {name: tensor} dict, names as
+// AsrModel::named_state();
 // Python reads it with torch.load(io.BytesIO(bytes))), optional "tokenizer.model" (SentencePiece
 // model bytes). Readers ignore sections they do not know.
 #pragma once

@@ -7,7 +7,7 @@
 #include <ATen/Context.h>
 
 #include "core/error.h"
-#include "features/augment_registration.h"
+#include "features/augment/registration.h"
 #include "features/registration.h"
 #include "models/module_object.h"
 #include "models/transformer_asr.h"

@@ -121,6 +121,28 @@ int64_t ConvolutionFrontEndImpl::time_stride() const {
   return stride;
 }
 
+// Each layer adds its padding (before) or the rest of its dilated kernel (after), in input
+// frames: times the strides of the layers before it.
+int64_t ConvolutionFrontEndImpl::context_before() const {
+  int64_t reach = 0, stride = 1;
+  for (const auto& layer : layers_) {
+    const auto& c = *layer.conv;
+    reach += stride * same_padding(c.kernel, c.stride, c.dilation);
+    stride *= c.stride;
+  }
+  return reach;
+}
+
+int64_t ConvolutionFrontEndImpl::context_after() const {
+  int64_t reach = 0, stride = 1;
+  for (const auto& layer : layers_) {
+    const auto& c = *layer.conv;
+    reach += stride * (c.dilation * (c.kernel - 1) - same_padding(c.kernel, c.stride, c.dilation));
+    stride *= c.stride;
+  }
+  return reach;
+}
+
 at::Tensor ConvolutionFrontEndImpl::forward(const at::Tensor& features) {
   return run(features, nullptr);
 }

@@ -51,6 +51,10 @@ struct ConvolutionFrontEndImpl : torch::nn::Module {
   // Input frames per output frame: the product of the blocks' strides (4 for Mamba-ASR's two
   // stride-2 blocks), the exact frame shift ratio that output_lengths() rounds.
   int64_t time_stride() const;
+  // Output frame j reads input frames [j*time_stride() - context_before(), j*time_stride() +
+  // context_after()] (reflected at the edges): what a stream holds back (models/asr_stream.h).
+  int64_t context_before() const;
+  int64_t context_after() const;
 
  private:
   struct Layer {

@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "nn/masks.h"
+#include "nn/quantized_linear.h"
 #include "ops/causal_conv.h"
 #include "ops/selective_scan.h"
 
@@ -85,7 +87,12 @@ ops::ScanDirection MambaImpl::direction(const at::Tensor& x, torch::nn::Conv1d& 
 
 at::Tensor MambaImpl::forward(const at::Tensor& hidden, const at::Tensor& lengths) {
   if (hidden.is_cuda()) return forward_time_major(hidden, lengths);
-  const at::Tensor xz = in_proj->forward(hidden).transpose(1, 2);  // (B, 2*d_inner, T)
+  if ((in_proj_int8 || out_proj_int8) && is_training()) {
+    throw_input_error("Mamba: int8 projections are for decoding only (the model is in training "
+                      "mode)");
+  }
+  const at::Tensor xz = (in_proj_int8 ? in_proj_int8->forward(hidden) : in_proj->forward(hidden))
+                            .transpose(1, 2);  // (B, 2*d_inner, T)
   at::Tensor x = xz.narrow(1, 0, d_inner);
   const at::Tensor z = xz.narrow(1, d_inner, d_inner).contiguous();
   at::Tensor lens;
@@ -105,7 +112,8 @@ at::Tensor MambaImpl::forward(const at::Tensor& hidden, const at::Tensor& length
     options.delta_softplus = true;
     y = ops::selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lens, options);
   }
-  return out_proj->forward(y.transpose(1, 2));
+  return out_proj_int8 ? out_proj_int8->forward(y.transpose(1, 2))
+                       : out_proj->forward(y.transpose(1, 2));
 }
 
 namespace {

@@ -10,6 +10,8 @@
 
 namespace masr::nn {
 
+class QuantizedLinear;
+
 struct MambaConfig {
   int64_t d_state = 16;
   int64_t expand = 2;
@@ -41,6 +43,10 @@ struct MambaImpl : torch::nn::Module {
   torch::nn::Conv1d conv1d{nullptr}, conv1d_b{nullptr};
   torch::nn::Linear x_proj{nullptr}, x_proj_b{nullptr}, dt_proj{nullptr}, dt_proj_b{nullptr};
   at::Tensor A_log, A_b_log, D, D_b;  // NOLINT: upstream names
+  // Decoding on CPUs with int8 matrix products (models/int8_encoder.h sets them): when set,
+  // forward() computes in_proj / out_proj with these instead of the float layers (an input error
+  // in training mode). forward_time_major, the CUDA formulation, ignores them.
+  std::shared_ptr<const QuantizedLinear> in_proj_int8, out_proj_int8;
 
  private:
   // One direction's scan inputs from x: (B, d_inner, T); reverse = anti-causal conv (the scan

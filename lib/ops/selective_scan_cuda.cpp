@@ -47,11 +47,11 @@ std::pair<at::Tensor, at::Tensor> selective_scan_cuda_bidirectional(const ScanDi
                                                                     double) {
   throw_config_error("selective_scan: this build has no CUDA kernels (LibTorch without CUDA)");
 }
-std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward2(const CudaScanInputs&,
+std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward_pair(const CudaScanInputs&,
                                                                const CudaScanInputs&, bool) {
   throw_config_error("selective_scan: this build has no CUDA kernels (LibTorch without CUDA)");
 }
-std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward2(const CudaScanInputs&,
+std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward_pair(const CudaScanInputs&,
                                                             const at::Tensor&, const at::Tensor&,
                                                             const CudaScanInputs&,
                                                             const at::Tensor&, const at::Tensor&) {
@@ -189,7 +189,7 @@ class BidirectionalScanCudaFunction
                                  ur, dr, Ar, Br, Cr, Dr.value_or(none), biasr.value_or(none),
                                  z, lengths, weight_f.value_or(none), weight_r.value_or(none)};
     const auto [first, second] = inputs_of(saved, softplus, scale);
-    const auto [f, r] = cuda_scan_forward2(first, second, /*keep_checkpoints=*/true);
+    const auto [f, r] = cuda_scan_forward_pair(first, second, /*keep_checkpoints=*/true);
     ctx->save_for_backward(saved);
     ctx->saved_data["checkpoints_f"] = f.checkpoints;
     ctx->saved_data["checkpoints_r"] = r.checkpoints;
@@ -202,7 +202,7 @@ class BidirectionalScanCudaFunction
     const variable_list s = ctx->get_saved_variables();
     const auto [first, second] = inputs_of(s, ctx->saved_data["softplus"].toBool(),
                                            ctx->saved_data["scale"].toDouble());
-    const auto [gf, gr] = cuda_scan_backward2(
+    const auto [gf, gr] = cuda_scan_backward_pair(
         first, ctx->saved_data["checkpoints_f"].toTensor(), grad_outputs[0], second,
         ctx->saved_data["checkpoints_r"].toTensor(), grad_outputs[1]);
     const at::Tensor dz = gf.dz.defined() ? gf.dz + gr.dz : at::Tensor();
@@ -362,13 +362,13 @@ CudaScanForward cuda_scan_forward(const CudaScanInputs& in, bool keep_checkpoint
   return l.f;
 }
 
-std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward2(const CudaScanInputs& first,
+std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward_pair(const CudaScanInputs& first,
                                                                const CudaScanInputs& second,
                                                                bool keep_checkpoints) {
   const c10::cuda::CUDAGuard guard(first.u.device());
   ForwardLaunch a = forward_launch(first, keep_checkpoints);
   ForwardLaunch b = forward_launch(second, keep_checkpoints);
-  check_launch(cuda::scan_forward2(a.p, a.io, b.p, b.io, current_stream()), "forward");
+  check_launch(cuda::scan_forward_pair(a.p, a.io, b.p, b.io, current_stream()), "forward");
   return {a.f, b.f};
 }
 
@@ -380,14 +380,14 @@ CudaScanGrads cuda_scan_backward(const CudaScanInputs& in, const at::Tensor& che
   return l.finish(in);
 }
 
-std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward2(
+std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward_pair(
     const CudaScanInputs& first, const at::Tensor& first_checkpoints, const at::Tensor& first_dout,
     const CudaScanInputs& second, const at::Tensor& second_checkpoints,
     const at::Tensor& second_dout) {
   const c10::cuda::CUDAGuard guard(first.u.device());
   BackwardLaunch a = backward_launch(first, first_checkpoints, first_dout);
   BackwardLaunch b = backward_launch(second, second_checkpoints, second_dout);
-  check_launch(cuda::scan_backward2(a.p, a.io, b.p, b.io, current_stream()), "backward");
+  check_launch(cuda::scan_backward_pair(a.p, a.io, b.p, b.io, current_stream()), "backward");
   return {a.finish(first), b.finish(second)};
 }
 

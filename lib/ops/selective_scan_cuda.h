@@ -47,7 +47,7 @@ struct CudaScanForward {
 };
 CudaScanForward cuda_scan_forward(const CudaScanInputs& in, bool keep_checkpoints);
 // Two scans of the same shape in one launch.
-std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward2(const CudaScanInputs& first,
+std::pair<CudaScanForward, CudaScanForward> cuda_scan_forward_pair(const CudaScanInputs& first,
                                                                const CudaScanInputs& second,
                                                                bool keep_checkpoints);
 
@@ -57,7 +57,7 @@ struct CudaScanGrads {
 };
 CudaScanGrads cuda_scan_backward(const CudaScanInputs& in, const at::Tensor& checkpoints,
                                  const at::Tensor& dout);
-std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward2(
+std::pair<CudaScanGrads, CudaScanGrads> cuda_scan_backward_pair(
     const CudaScanInputs& first, const at::Tensor& first_checkpoints, const at::Tensor& first_dout,
     const CudaScanInputs& second, const at::Tensor& second_checkpoints,
     const at::Tensor& second_dout);

@@ -687,14 +687,14 @@ int64_t scan_workspace_floats(const ScanParams& p) {
 }
 
 const char* scan_forward(const ScanParams& p, const ScanForwardIO& io, void* stream) {
-  return scan_forward2(p, io, ScanParams(), ScanForwardIO(), stream);
+  return scan_forward_pair(p, io, ScanParams(), ScanForwardIO(), stream);
 }
 
 const char* scan_backward(const ScanParams& p, const ScanBackwardIO& io, void* stream) {
-  return scan_backward2(p, io, ScanParams(), ScanBackwardIO(), stream);
+  return scan_backward_pair(p, io, ScanParams(), ScanBackwardIO(), stream);
 }
 
-const char* scan_forward2(const ScanParams& p, const ScanForwardIO& io, const ScanParams& p1,
+const char* scan_forward_pair(const ScanParams& p, const ScanForwardIO& io, const ScanParams& p1,
                           const ScanForwardIO& io1, void* stream) {
   if (!same_shape(p, p1)) return "the two scans of one launch differ in shape or type";
   if (p.batch + p1.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
@@ -709,7 +709,7 @@ const char* scan_forward2(const ScanParams& p, const ScanForwardIO& io, const Sc
   }
 }
 
-const char* scan_backward2(const ScanParams& p, const ScanBackwardIO& io, const ScanParams& p1,
+const char* scan_backward_pair(const ScanParams& p, const ScanBackwardIO& io, const ScanParams& p1,
                            const ScanBackwardIO& io1, void* stream) {
   if (!same_shape(p, p1)) return "the two scans of one launch differ in shape or type";
   if (p.batch + p1.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;

@@ -78,9 +78,9 @@ const char* scan_backward(const ScanParams& p, const ScanBackwardIO& io, void* s
 // Two scans of the same channels, time, state and dtype in one launch (BiMamba's forward and
 // reverse directions: the grid's rows cover p's utterances, then p1's). Fewer launches, and a
 // batch too small to fill the GPU alone fills twice as much of it.
-const char* scan_forward2(const ScanParams& p, const ScanForwardIO& io, const ScanParams& p1,
+const char* scan_forward_pair(const ScanParams& p, const ScanForwardIO& io, const ScanParams& p1,
                           const ScanForwardIO& io1, void* stream);
-const char* scan_backward2(const ScanParams& p, const ScanBackwardIO& io, const ScanParams& p1,
+const char* scan_backward_pair(const ScanParams& p, const ScanBackwardIO& io, const ScanParams& p1,
                            const ScanBackwardIO& io1, void* stream);
 
 }  // namespace masr::ops::cuda

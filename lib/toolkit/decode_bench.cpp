@@ -20,6 +20,7 @@
 #include "decode/decode_inputs.h"
 #include "decode/file_transcriber.h"
 #include "decode/model_scorers.h"
+#include "decode/recognizer.h"
 #include "decode/s2s_beam_search.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
@@ -110,17 +111,16 @@ std::vector<runtime::BenchResult> run_decode_files(const runtime::BenchSettings&
                 "bench decode-files: give a trained model and its inputs, e.g. --model "
                 "models/conmamba-ctc-synth-en --input @test.txt");
   }
-  const std::shared_ptr<models::AsrModel> model = load_asr_model(settings.model);
-  if (settings.device != "cpu") model->to(c10::Device(settings.device));
-  AsrModelRecognizer recognizer(model);
+  RecognizerConfig rc;
+  rc.model = settings.model;
+  rc.device = settings.device;
+  rc.decode.search = parse_search(settings.search);
+  rc.decode.precision = settings.precision;
+  const std::unique_ptr<Recognizer> recognizer = Recognizer::open(rc);
   std::istringstream no_stdin;
   const std::vector<data::ManifestRow> rows = gather_inputs(settings.inputs, no_stdin);
-  DecodeConfig config;
-  config.search = settings.search;
-  config.precision = settings.precision;
-  use_model_token_ids(config, *model);
-  const std::string search = resolve_search(config, recognizer);
-  const ReadAudio probe = read_all_audio(rows, recognizer.sample_rate());
+  const std::string search = search_name(recognizer->search());
+  const ReadAudio probe = read_all_audio(rows, recognizer->sample_rate());
   if (probe.readable.size() != rows.size()) {
     for (size_t i = 0; i < rows.size(); ++i) {
       if (!probe.errors[i].empty()) throw_input_error("bench decode-files: " + probe.errors[i]);
@@ -131,22 +131,24 @@ std::vector<runtime::BenchResult> run_decode_files(const runtime::BenchSettings&
        settings.batches.empty() ? std::vector<int64_t>{32} : settings.batches) {
     std::vector<double> read_seconds;
     size_t words = 0;
-    const Batching batching{static_cast<int>(batch), settings.batch_seconds};
+    TranscribeOptions options;
+    options.batching = Batching{static_cast<int>(batch), settings.batch_seconds};
+    const Batching& batching = options.batching;
     std::string name = "decode-files/" + search + "/" +
-                       (model->device().is_cuda() ? settings.precision : "fp32") + "/b" +
-                       std::to_string(batch);
+                       (recognizer->model().device().is_cuda() ? settings.precision : "fp32") +
+                       "/b" + std::to_string(batch);
     if (settings.batch_seconds > 0)
       name += "/" + std::to_string(static_cast<int64_t>(settings.batch_seconds)) + "s";
     auto r = runtime::measure(name, settings, [&] {
-      ReadAudio audio;
       std::string text;
-      for (const auto& t : transcribe_files(recognizer, rows, batching, config, audio))
-        text += format_text(*t);
+      recognizer->transcribe(rows, options, [&text](FileResult&& r) {
+        if (r.transcript) text += format_text(*r.transcript);
+      });
       words = text.size();
     });
     for (int k = 0; k < 3; ++k) {  // reading alone, for comparison (it overlaps decoding above)
       const auto t0 = std::chrono::steady_clock::now();
-      (void)read_all_audio(rows, recognizer.sample_rate());
+      (void)read_all_audio(rows, recognizer->sample_rate());
       read_seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
@@ -159,10 +161,10 @@ std::vector<runtime::BenchResult> run_decode_files(const runtime::BenchSettings&
     std::vector<size_t> lengths;
     for (const auto& w : probe.samples) lengths.push_back(w.size());
     double padded = 0;
-    const auto batches = make_batches(probe.readable, lengths, recognizer.sample_rate(), batching);
+    const auto batches = make_batches(probe.readable, lengths, recognizer->sample_rate(), batching);
     for (const auto& b : batches) padded += static_cast<double>(b.size() * lengths[b.front()]);
     r.metrics.push_back({"batches", static_cast<double>(batches.size())});
-    r.metrics.push_back({"padding_efficiency", probe.seconds * recognizer.sample_rate() / padded});
+    r.metrics.push_back({"padding_efficiency", probe.seconds * recognizer->sample_rate() / padded});
     r.note = std::to_string(rows.size()) + " files, " + std::to_string(probe.seconds) +
              " s of audio, " + settings.device + ", batch " + std::to_string(batch) +
              "; each repetition reads and resamples every file (" +
@@ -200,7 +202,6 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
   toolkit::prime_for_evaluation(*model, rate);
   std::vector<std::string> pieces;
   for (int64_t id = 0; id < model->vocab_size(); ++id) pieces.push_back("_" + std::to_string(id));
-  AsrModelRecognizer recognizer(model, pieces);
 
   const std::string lm_file = "hparams/LM/transformer.yaml";
   const auto lm = models::LmModel::from_hparams(hparams::load_file(lm_file, options));
@@ -209,16 +210,15 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
                                        std::to_string(lm->vocab_size()) + " tokens, " + asr_file +
                                        " " + std::to_string(model->vocab_size()));
   }
-  if (settings.device != "cpu") lm->lm()->to(c10::Device(settings.device));
-  lm->lm()->eval();
-  TransformerLmScorer lm_scorer(lm->lm());
-
-  DecodeConfig config;
-  config.search = "s2s";
-  config.precision = settings.precision;
-  use_model_token_ids(config, *model);
-  config.s2s.min_decode_ratio = config.s2s.max_decode_ratio =
-      kDecodeStepsPerSecond * recognizer.frame_seconds();
+  RecognizerConfig rc;
+  rc.device = settings.device;
+  rc.decode.search = Search::kS2S;
+  rc.decode.precision = settings.precision;
+  rc.decode.s2s.min_decode_ratio = rc.decode.s2s.max_decode_ratio =
+      kDecodeStepsPerSecond * AsrModelRecognizer(model, pieces).frame_seconds();
+  const std::unique_ptr<Recognizer> without_lm = Recognizer::from_model(model, rc, pieces);
+  const std::unique_ptr<Recognizer> with_lm = Recognizer::from_model(model, rc, pieces);
+  with_lm->use_lm(lm, lm_file);  // weight 0.6
   const std::string precision = model->device().is_cuda() ? settings.precision : "fp32";
 
   std::vector<runtime::BenchResult> results;
@@ -233,14 +233,12 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
       a.assign(wav.data_ptr<float>(), wav.data_ptr<float>() + samples);
       waveforms.push_back(&a);
     }
-    for (const bool with_lm : {false, true}) {
-      config.s2s.lm_weight = with_lm ? 0.6 : 0.0;
+    for (Recognizer* recognizer : {without_lm.get(), with_lm.get()}) {
+      const bool fused = recognizer == with_lm.get();
       runtime::reset_peak_memory(settings.device);
       auto r = runtime::measure(
-          "s2s-decode/" + precision + "/b" + std::to_string(batch) + (with_lm ? "/ctc+lm" : "/ctc"),
-          settings, [&] {
-            (void)decode_batch(recognizer, waveforms, config, with_lm ? &lm_scorer : nullptr);
-          });
+          "s2s-decode/" + precision + "/b" + std::to_string(batch) + (fused ? "/ctc+lm" : "/ctc"),
+          settings, [&] { (void)recognizer->transcribe(waveforms); });
       r.work = settings.seconds * static_cast<double>(batch);
       r.work_unit = "audio-s";
       r.metrics.push_back({"rtfx", r.throughput()});
@@ -248,7 +246,7 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
           {"peak_bytes", static_cast<double>(runtime::peak_memory(settings.device))});
       r.note = asr_file + " (random weights), " + std::to_string(batch) + " x " +
                std::to_string(settings.seconds).substr(0, 4) + " s, beam 10, ctc_weight 0.4" +
-               (with_lm ? ", LM " + lm_file + " weight 0.6" : "") + ", " +
+               (fused ? ", LM " + lm_file + " weight 0.6" : "") + ", " +
                std::to_string(kDecodeStepsPerSecond).substr(0, 3) + " steps per audio second";
       results.push_back(std::move(r));
     }

@@ -5,6 +5,7 @@
 #include "toolkit/benchmarks.h"
 #include "toolkit/encoder_length_bench.h"
 #include "toolkit/step_bench.h"
+#include "toolkit/stream_bench.h"
 
 namespace masr::toolkit {
 
@@ -15,6 +16,7 @@ void register_all(hparams::Registry& registry) {
   register_features_bench();
   register_scan_bench();
   register_step_benchmarks();
+  register_stream_bench();
   register_encoder_bench();
   register_encoder_length_benchmark();  // extends the "encoder" benchmark: after it
 }

@@ -18,7 +18,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
 #include "models/torch_save_reader.h"

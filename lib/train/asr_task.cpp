@@ -3,10 +3,11 @@
 #include "train/asr_task.h"
 
 #include "core/error.h"
-#include "runtime/device_copy.h"
+#include "decode/ctc_greedy.h"
 #include "features/registration.h"
 #include "models/module_object.h"
 #include "runtime/autocast.h"
+#include "runtime/device_copy.h"
 #include "train/step_profile.h"
 #include "train/train_config.h"
 
@@ -84,8 +85,8 @@ AsrBatch AsrBatch::to(const at::Device& device) const {
 }
 
 void AsrBatch::pin_host_memory() {
-  for (at::Tensor* t : {&wav, &wav_rel, &tokens, &tokens_rel, &tokens_bos, &tokens_eos,
-                        &tokens_eos_rel}) {
+  for (at::Tensor* t :
+       {&wav, &wav_rel, &tokens, &tokens_rel, &tokens_bos, &tokens_eos, &tokens_eos_rel}) {
     if (t->defined() && t->is_cpu()) *t = t->contiguous().pin_memory();
   }
 }
@@ -150,7 +151,7 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
       profile_phase("augment");
       features::AugmentBatch augmented = augment_->apply(feats, r.rel, *generator);
       feats = augmented.x;
-      // Host lengths in, host lengths and row map out (features/augment_interface.h): the
+      // Host lengths in, host lengths and row map out (features/augment/interface.h): the
       // augmentations draw on the CPU generator and compute lengths on the host, so nothing is
       // read back from the device here.
       r.rel = host_result(augmented.lengths, "lengths");
@@ -177,9 +178,9 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
   }
   profile_phase("loss");
   r.p_ctc = torch::log_softmax(ctc_lin_->forward(enc_out), -1);
-  const at::Tensor loss_ctc = ctc_loss(r.p_ctc, pick(batch.tokens), r.rel,
-                                       pick_host(batch.tokens_rel_on_host()),
-                                       options.blank_index, options.reduction);
+  const at::Tensor loss_ctc =
+      ctc_loss(r.p_ctc, pick(batch.tokens), r.rel, pick_host(batch.tokens_rel_on_host()),
+               options.blank_index, options.reduction);
   if (kind_ == TaskKind::kCtc) {
     r.loss = loss_ctc;
     return r;
@@ -194,19 +195,11 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
 
 std::vector<std::vector<int>> AsrTask::ctc_greedy(const at::Tensor& p_ctc, const at::Tensor& rel,
                                                   int64_t blank) {
-  const at::Tensor best = p_ctc.argmax(-1).cpu();
-  const at::Tensor lengths = abs_lengths(rel.cpu(), p_ctc.size(1));
-  std::vector<std::vector<int>> out(static_cast<size_t>(best.size(0)));
-  for (int64_t b = 0; b < best.size(0); ++b) {
-    const at::Tensor row_tensor = best[b].contiguous();
-    const auto row = row_tensor.accessor<int64_t, 1>();
-    const int64_t length = std::min(lengths[b].item<int64_t>(), row_tensor.size(0));
-    int64_t previous = -1;
-    for (int64_t t = 0; t < length; ++t) {
-      const int64_t token = row[t];
-      if (token != previous && token != blank) out[b].push_back(static_cast<int>(token));
-      previous = token;
-    }
+  const int64_t frames = p_ctc.size(1);
+  const at::Tensor lengths = abs_lengths(rel.cpu(), frames).clamp_max(frames).to(at::kLong);
+  std::vector<std::vector<int>> out;
+  for (const auto& hyp : decode::ctc_greedy_search(p_ctc, lengths, blank)) {
+    out.emplace_back(hyp.tokens.begin(), hyp.tokens.end());
   }
   return out;
 }

@@ -11,7 +11,7 @@
 
 #include <torch/torch.h>
 
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 #include "features/fbank.h"
 #include "features/input_normalization.h"
 #include "hparams/hparams.h"
@@ -89,8 +89,9 @@ class AsrTask {
   ForwardResult forward(const AsrBatch& batch, bool training, int64_t epoch,
                         at::Generator* generator, const LossOptions& options);
 
-  // Greedy CTC decoding (SB's ctc_greedy_decode): per utterance, argmax over the valid frames,
-  // repeats collapsed, blanks removed.
+  // Greedy CTC decoding (SB's ctc_greedy_decode): per utterance, argmax over the valid frames
+  // (rel rounded as SpeechBrain does), repeats collapsed, blanks removed: decode's
+  // ctc_greedy_search, the one greedy CTC of the toolkit.
   static std::vector<std::vector<int>> ctc_greedy(const at::Tensor& p_ctc, const at::Tensor& rel,
                                                   int64_t blank);
 

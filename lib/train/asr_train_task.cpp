@@ -10,7 +10,7 @@
 
 #include "core/log.h"
 #include "data/loader.h"
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 #include "models/checkpoint.h"
 #include "text/scoring.h"
 #include "runtime/autocast.h"

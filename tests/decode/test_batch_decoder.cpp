@@ -63,7 +63,7 @@ TEST_CASE("decode_batch: every search on a spelled batch, batched equals one at 
   const std::vector<float> second = spell({4, 0, 0});          // b (padded to 6 frames)
   for (const std::string search : {"greedy", "ctc-beam", "s2s", "rescore"}) {
     DecodeConfig config;
-    config.search = search;
+    config.search = parse_search(search);
     config.ctc.beam_size = 4;
     config.ctc.nbest = 2;
     config.s2s.beam_size = 3;
@@ -84,13 +84,10 @@ TEST_CASE("decode_batch: every search on a spelled batch, batched equals one at 
     CHECK(alone[0].score == Approx(both[1].score).epsilon(1e-4));
   }
   DecodeConfig unshifted;
-  unshifted.search = "greedy";
+  unshifted.search = Search::kGreedy;
   unshifted.word_start_shift = 0.0;
   CHECK(decode_batch(model, {&first}, unshifted)[0].words[1].start == Approx(0.12));
-  DecodeConfig bad;
-  bad.search = "viterbi";
-  CHECK_THROWS_WITH(decode_batch(model, {&first}, bad),
-                    Catch::Contains("unknown search 'viterbi'"));
+  CHECK_THROWS_WITH(parse_search("viterbi"), Catch::Contains("unknown search 'viterbi'"));
   DecodeConfig far;
   far.word_start_shift = 1.5;
   CHECK_THROWS_WITH(decode_batch(model, {&first}, far),

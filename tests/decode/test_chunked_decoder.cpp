@@ -143,7 +143,7 @@ TEST_CASE("chunked greedy equals whole-file greedy for every chunk size and over
           "[decode][chunked]") {
   SpellingModel model;
   DecodeConfig config;
-  config.search = "greedy";
+  config.search = Search::kGreedy;
   config.word_start_shift = 0.0;
   for (const bool pauses : {true, false}) {
     const std::vector<float> wav = spell(random_speech(1500, pauses ? 7 : 8, pauses));  // 60 s
@@ -180,7 +180,7 @@ TEST_CASE("chunked prefix beam search equals whole-file beam search on a spelled
           "[decode][chunked]") {
   SpellingModel model;
   DecodeConfig config;
-  config.search = "ctc-beam";
+  config.search = Search::kCtcBeam;
   config.ctc.beam_size = 8;
   const std::vector<float> wav = spell(random_speech(1000, 11, true));
   const Transcript expected = whole(model, wav, config);
@@ -242,7 +242,7 @@ TEST_CASE("transcribe_files: results in input order, long files in windows, erro
   fs::create_directories(dir);
   SpellingModel model;
   DecodeConfig config;
-  config.search = "greedy";
+  config.search = Search::kGreedy;
   std::vector<masr::data::ManifestRow> rows;
   std::vector<std::string> expected;
   for (int i = 0; i < 23; ++i) {
@@ -293,7 +293,7 @@ TEST_CASE("bundled model: chunked decoding of concatenated utterances matches on
   const std::string dir = std::string(MASR_SOURCE_DIR) + "/models/conmamba-ctc-synth-en";
   auto recognizer = std::make_unique<AsrModelRecognizer>(load_asr_model(dir + "/model.masr"));
   DecodeConfig config;
-  config.search = "greedy";
+  config.search = Search::kGreedy;
   use_model_token_ids(config, *load_asr_model(dir + "/model.masr"));
   const std::vector<std::string> names = {"en_us_nyc_m4-000499", "en_gb_x_gbclan_m1-000167",
                                           "en_gb_x_gbcwmd_m5-002757"};

@@ -144,8 +144,8 @@ TEST_CASE("CTC beam search with a word n-gram LM prefers the LM's word", "[decod
   CtcBeamSearchOptions o;
   o.token_prune_min_logp = -5;
   CHECK(CtcPrefixBeamSearch(o, pieces).search(logp, {})[0][0].tokens == std::vector<int64_t>{3, 1});
-  o.lm = &lm;
-  o.lm_weight = 0.5;
+  o.arpa = &lm;
+  o.arpa_weight = 0.5;
   o.word_insertion_bonus = 1.0;
   const auto fused = CtcPrefixBeamSearch(o, pieces).search(logp, {})[0][0];
   CHECK(fused.tokens == std::vector<int64_t>{3, 2});
@@ -180,7 +180,7 @@ TEST_CASE("CTC beam search options and LM setup errors", "[decode]") {
   CHECK_THROWS_WITH(CtcPrefixBeamSearch(o), Catch::Contains("nbest must be >= 1"));
   const ArpaLm lm = ArpaLm::from_string("\\data\\\nngram 1=1\n\\1-grams:\n-1 a\n\\end\\\n", "x");
   o = CtcBeamSearchOptions();
-  o.lm = &lm;
+  o.arpa = &lm;
   CHECK_THROWS_WITH(CtcPrefixBeamSearch(o), Catch::Contains("needs the vocabulary's pieces"));
   o = CtcBeamSearchOptions();
   o.blank = 5;

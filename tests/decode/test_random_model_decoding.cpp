@@ -35,7 +35,7 @@ TEST_CASE("a random S2S model without a tokenizer decodes with explicit pieces",
   CHECK(recognizer.detokenize({3, 17, 3}) == "<3><17><3>");
 
   masr::decode::DecodeConfig config;
-  config.search = "s2s";
+  config.search = masr::decode::Search::kS2S;
   config.s2s.beam_size = 3;
   masr::decode::use_model_token_ids(config, *model);
   // Held to 4 steps per audio second, as the benchmark does.

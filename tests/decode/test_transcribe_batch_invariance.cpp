@@ -83,9 +83,8 @@ void write_utterances(Utterances& u) {
     masr::data::ManifestRow row;
     row.id = "utt" + std::to_string(i);
     row.wav = (u.dir / (row.id + ".wav")).string();
-    masr::audio::write_audio(row.wav,
-                             std::vector<float>(wav.data_ptr<float>(), wav.data_ptr<float>() + n),
-                             kRate);
+    masr::audio::write_audio(
+        row.wav, std::vector<float>(wav.data_ptr<float>(), wav.data_ptr<float>() + n), kRate);
     u.rows.push_back(row);
   }
 }
@@ -188,10 +187,8 @@ double compare(const Transcripts& want, const Transcripts& got,
   return worst;
 }
 
-}  // namespace
-
-TEST_CASE("transcribe_files gives the same transcripts at every batching, for every encoder type",
-          "[decode][batch-invariance]") {
+// Every encoder type and search at every batching on `device`, against batch size 1 there.
+void check_batch_invariance(const std::string& device) {
   masr::toolkit::register_all();
   Utterances utterances;
   write_utterances(utterances);
@@ -234,6 +231,7 @@ TEST_CASE("transcribe_files gives the same transcripts at every batching, for ev
       (void)model->features(torch::randn({2, kRate}) * 0.1, {}, 1, /*update_norm=*/true);
     }
     model->eval();
+    if (device != "cpu") model->to(c10::Device(device));
     std::vector<std::string> pieces;
     for (int64_t id = 0; id < model->vocab_size(); ++id)
       pieces.push_back("<" + std::to_string(id) + ">");
@@ -241,8 +239,9 @@ TEST_CASE("transcribe_files gives the same transcripts at every batching, for ev
     EncoderCache cached(recognizer);
 
     std::vector<masr::decode::DecodeConfig> configs;
-    for (const char* search : {"greedy", "ctc-beam", "s2s"}) {
-      if (std::string(search) == "s2s" && !model->is_s2s()) continue;
+    using masr::decode::Search;
+    for (const Search search : {Search::kGreedy, Search::kCtcBeam, Search::kS2S}) {
+      if (search == Search::kS2S && !model->is_s2s()) continue;
       masr::decode::DecodeConfig config;
       config.search = search;
       // A random model's CTC posteriors are flat (no token above the default -1.2, which would
@@ -272,7 +271,7 @@ TEST_CASE("transcribe_files gives the same transcripts at every batching, for ev
       INFO("batch size " << b.max_utterances << ", batch seconds " << b.max_padded_seconds);
       cached.clear();
       for (size_t k = 0; k < configs.size(); ++k) {
-        INFO("search " << configs[k].search);
+        INFO("search " << masr::decode::search_name(configs[k].search));
         Transcripts got = transcribe(cached, rows, b, configs[k]);
         if (b.max_utterances == 1) {
           alone[k] = std::move(got);
@@ -282,9 +281,32 @@ TEST_CASE("transcribe_files gives the same transcripts at every batching, for ev
       }
     }
     std::ostringstream summary;
-    summary << c.name << ": largest relative score difference against batch size 1:";
+    summary << c.name << " on " << device
+            << ": largest relative score difference against batch size 1:";
     for (size_t k = 0; k < configs.size(); ++k)
-      summary << " " << configs[k].search << " " << worst[k];
+      summary << " " << masr::decode::search_name(configs[k].search) << " " << worst[k];
     WARN(summary.str());
   }
+}
+
+}  // namespace
+
+TEST_CASE("transcribe_files gives the same transcripts at every batching, for every encoder type",
+          "[decode][batch-invariance]") {
+  check_batch_invariance("cpu");
+}
+
+// The same on a GPU. cuDNN's TF32 convolutions round inputs to 10-bit mantissas and may pick
+// another algorithm per batch shape, which moves scores by about 1e-3: the check runs in full
+// float32 (TF32 off for its duration) so that only the batching itself is compared.
+TEST_CASE("transcribe_files: the same transcripts at every batching on CUDA",
+          "[.cuda]") {
+  REQUIRE(torch::cuda::is_available());  // [.cuda] tests run where a GPU is
+  auto& context = at::globalContext();
+  const bool cudnn_tf32 = context.allowTF32CuDNN(), matmul_tf32 = context.allowTF32CuBLAS();
+  context.setAllowTF32CuDNN(false);
+  context.setAllowTF32CuBLAS(false);
+  check_batch_invariance("cuda");
+  context.setAllowTF32CuDNN(cudnn_tf32);
+  context.setAllowTF32CuBLAS(matmul_tf32);
 }

@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "features/augment_augmenter.h"
-#include "features/augment_noise.h"
-#include "features/augment_spectrogram_drop.h"
-#include "features/augment_warping.h"
+#include "features/augment/augmenter.h"
+#include "features/augment/noise.h"
+#include "features/augment/spectrogram_drop.h"
+#include "features/augment/warping.h"
 #include "hparams/hparams.h"
 #include "toolkit/registration.h"
 #include "core/remove_tree.h"

@@ -416,13 +416,13 @@ TEST_CASE("CUDA bidirectional scan timing: one launch against two", "[.cuda-benc
       masr::ops::cuda_scan_forward(f, false);
       masr::ops::cuda_scan_forward(r, false);
     });
-    const Timing one = time_cuda([&] { masr::ops::cuda_scan_forward2(f, r, false); });
+    const Timing one = time_cuda([&] { masr::ops::cuda_scan_forward_pair(f, r, false); });
     const Timing two_b = time_cuda([&] {
       masr::ops::cuda_scan_backward(f, ckf, dout);
       masr::ops::cuda_scan_backward(r, ckr, dout);
     });
     const Timing one_b =
-        time_cuda([&] { masr::ops::cuda_scan_backward2(f, ckf, dout, r, ckr, dout); });
+        time_cuda([&] { masr::ops::cuda_scan_backward_pair(f, ckf, dout, r, ckr, dout); });
     char name[64];
     std::snprintf(name, sizeof(name), "%lld %lld %lld %lld", (long long)s.b, (long long)s.d,
                   (long long)s.l, (long long)s.n);

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "features/augment_augmenter.h"
-#include "features/augment_interface.h"
-#include "features/augment_spectrogram_drop.h"
-#include "features/augment_warping.h"
+#include "features/augment/augmenter.h"
+#include "features/augment/interface.h"
+#include "features/augment/spectrogram_drop.h"
+#include "features/augment/warping.h"
 #include "features/fbank.h"
 #include "features/input_normalization.h"
 #include "hparams/hparams.h"

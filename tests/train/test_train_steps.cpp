@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 #include "train/noam_scheduler.h"
 #include "train/optimizer.h"
 #include "train/optimizer_stepper.h"

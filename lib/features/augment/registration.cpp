@@ -1,15 +1,15 @@
-// lib/features/augment_registration.cpp
+// lib/features/augment/registration.cpp
 // Builders from hparams arguments (SpeechBrain v1.0 signatures and defaults) to the augmentation
 // objects. The Augmenter takes its `augmentations` as objects built by earlier `!new:` nodes.
-#include "features/augment_registration.h"
+#include "features/augment/registration.h"
 
 #include <memory>
 
 #include "core/error.h"
-#include "features/augment_augmenter.h"
-#include "features/augment_noise.h"
-#include "features/augment_spectrogram_drop.h"
-#include "features/augment_warping.h"
+#include "features/augment/augmenter.h"
+#include "features/augment/noise.h"
+#include "features/augment/spectrogram_drop.h"
+#include "features/augment/warping.h"
 
 namespace masr::features {
 namespace {

@@ -1,11 +1,11 @@
-// lib/features/augment_noise.h
+// lib/features/augment/noise.h
 // Additive white noise at a random signal-to-noise ratio, for waveforms: the white-noise case of
 // SpeechBrain v1.0's `speechbrain.augment.time_domain.AddNoise` (no noise CSV).
 #pragma once
 
 #include <string>
 
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 
 namespace masr::features {
 

@@ -1,8 +1,8 @@
-// lib/features/augment_warping.cpp
+// lib/features/augment/warping.cpp
 // Warping: the random centre and target are drawn as SpeechBrain v1.0 draws them
 // (augment/freq_domain.py, Warping.forward), and both sides are resampled with 2-D interpolation
 // over (time, features) with align_corners=True, which leaves the feature axis untouched.
-#include "features/augment_warping.h"
+#include "features/augment/warping.h"
 
 #include <torch/torch.h>
 

@@ -1,7 +1,7 @@
-// lib/features/augment_augmenter.cpp
+// lib/features/augment/augmenter.cpp
 // Augmenter: SpeechBrain v1.0 augment/augmenter.py behaviour (forward, augment,
 // concatenate_outputs), with every random choice drawn from the caller's generator.
-#include "features/augment_augmenter.h"
+#include "features/augment/augmenter.h"
 
 #include <torch/torch.h>
 

@@ -1,11 +1,11 @@
-// lib/features/augment_spectrogram_drop.h
+// lib/features/augment/spectrogram_drop.h
 // SpecAugment-style masking of time frames or frequency bins, with the semantics of SpeechBrain
 // v1.0's `speechbrain.augment.freq_domain.SpectrogramDrop`.
 #pragma once
 
 #include <string>
 
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 
 namespace masr::features {
 

@@ -1,4 +1,4 @@
-// lib/features/augment_augmenter.h
+// lib/features/augment/augmenter.h
 // A pipeline of augmentations with the semantics of SpeechBrain v1.0's
 // `speechbrain.augment.augmenter.Augmenter`: a random number of them, optionally shuffled, applied
 // in sequence or in parallel, to a slice of the batch, with the original optionally concatenated.
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 
 namespace masr::features {
 

@@ -1,4 +1,4 @@
-// lib/features/augment_interface.h
+// lib/features/augment/interface.h
 // The interface every feature- or waveform-domain augmentation implements, and the seeded random
 // draws they share, so that one seed reproduces a whole augmentation pipeline exactly.
 #pragma once

@@ -1,7 +1,7 @@
-// lib/features/augment_spectrogram_drop.cpp
+// lib/features/augment/spectrogram_drop.cpp
 // SpectrogramDrop: draws the chunk count (shared by the batch), then per-utterance chunk lengths
 // and positions, in the order SpeechBrain v1.0 draws them (augment/freq_domain.py).
-#include "features/augment_spectrogram_drop.h"
+#include "features/augment/spectrogram_drop.h"
 
 #include <torch/torch.h>
 

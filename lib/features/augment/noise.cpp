@@ -1,7 +1,7 @@
-// lib/features/augment_noise.cpp
+// lib/features/augment/noise.cpp
 // AddNoise with white noise: SNR drawn per utterance, amplitudes as SpeechBrain's
 // compute_amplitude(amp_type="rms") over the valid samples.
-#include "features/augment_noise.h"
+#include "features/augment/noise.h"
 
 #include <torch/torch.h>
 

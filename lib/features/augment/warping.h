@@ -1,11 +1,11 @@
-// lib/features/augment_warping.h
+// lib/features/augment/warping.h
 // Time (or frequency) warping of a spectrogram, with the semantics of SpeechBrain v1.0's
 // `speechbrain.augment.freq_domain.Warping`.
 #pragma once
 
 #include <string>
 
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 
 namespace masr::features {
 

@@ -1,4 +1,4 @@
-// lib/features/augment_registration.h
+// lib/features/augment/registration.h
 // Puts the augmentation classes (SpectrogramDrop, Warping, Augmenter, AddNoise) into the hparams
 // registry under their SpeechBrain names.
 #pragma once

@@ -1,7 +1,7 @@
-// lib/features/augment_interface.cpp
+// lib/features/augment/interface.cpp
 // Seeded random draws shared by the augmentations; all go through LibTorch's CPU generator so
 // that draws match PyTorch's for the same seed and call order.
-#include "features/augment_interface.h"
+#include "features/augment/interface.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/rand.h>
