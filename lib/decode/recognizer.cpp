@@ -59,18 +59,25 @@ std::string resolve_config_device(const RecognizerConfig& config) {
 
 std::unique_ptr<Recognizer> Recognizer::open(RecognizerConfig config) {
   config.validate();
-  (void)resolve_config_device(config);  // a wrong device stops before the model is read
+  std::string device = resolve_config_device(config);  // a wrong device stops before the read
   auto model = config.hparams.empty()
                    ? load_asr_model(config.model)
                    : models::AsrModel::import_speechbrain(config.model, config.hparams);
-  return from_model(std::move(model), std::move(config));
+  return build(std::move(model), std::move(config), {}, std::move(device));
 }
 
 std::unique_ptr<Recognizer> Recognizer::from_model(std::shared_ptr<models::AsrModel> model,
                                                    RecognizerConfig config,
                                                    std::vector<std::string> pieces) {
+  std::string device = resolve_config_device(config);
+  return build(std::move(model), std::move(config), std::move(pieces), std::move(device));
+}
+
+std::unique_ptr<Recognizer> Recognizer::build(std::shared_ptr<models::AsrModel> model,
+                                              RecognizerConfig config,
+                                              std::vector<std::string> pieces, std::string device) {
   std::unique_ptr<Recognizer> r(new Recognizer());
-  r->device_ = resolve_config_device(config);
+  r->device_ = std::move(device);
   if (r->device_ != "cpu") model->to(c10::Device(r->device_));
   if (config.decode.precision == "int8") {
     model->eval();
@@ -124,7 +131,6 @@ void Recognizer::use_lm(std::shared_ptr<models::LmModel> lm, const std::string& 
     d.ctc.neural_lm = prefix_lm_.get();
     d.ctc.neural_lm_weight = d.s2s.lm_weight;
   }
-  lm_ = std::move(lm);
 }
 
 void Recognizer::transcribe(const std::vector<data::ManifestRow>& rows,

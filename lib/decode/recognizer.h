@@ -65,6 +65,10 @@ class Recognizer {
 
  private:
   Recognizer() = default;
+  // from_model with the device already resolved (open resolves it before reading the model).
+  static std::unique_ptr<Recognizer> build(std::shared_ptr<models::AsrModel> model,
+                                           RecognizerConfig config, std::vector<std::string> pieces,
+                                           std::string device);
   SequenceScorer* s2s_lm() const { return lm_scorer_.get(); }
 
   RecognizerConfig config_;
@@ -73,7 +77,6 @@ class Recognizer {
   std::shared_ptr<models::AsrModel> model_;
   std::unique_ptr<AsrModelRecognizer> recognizer_;
   std::unique_ptr<ArpaLm> arpa_;
-  std::shared_ptr<models::LmModel> lm_;
   std::unique_ptr<TransformerLmScorer> lm_scorer_;        // s2s fusion
   std::unique_ptr<TransformerLmPrefixScorer> prefix_lm_;  // ctc-beam fusion
 };
