@@ -75,7 +75,8 @@ runtime::ResultFormat format_of(const BenchOptions& o) {
                       : runtime::ResultFormat::kTable;
 }
 
-int run_tune(const BenchOptions& o, const std::string& device, const std::vector<int>& threads) {
+int run_tune(const BenchOptions& o, const runtime::DeviceChoice& device,
+             const std::vector<int>& threads) {
   if (o.settings.hparams.empty()) {
     throw Error(ErrorKind::kUsage,
                 "bench --tune: give the model, e.g. --hparams hparams/CTC/conmamba_tiny.yaml");
@@ -137,7 +138,7 @@ int run_bench(BenchOptions& options, const GlobalOptions& global) {
   if (!options.lengths.empty()) options.settings.lengths = parse_seconds(options.lengths);
   const std::vector<int> threads =
       options.threads.empty() ? std::vector<int>{} : parse_list<int>(options.threads, "--threads");
-  options.settings.device = runtime::resolve_device(runtime::parse_device(global.device)).str();
+  options.settings.device = runtime::resolve_device(global.device);
   if (options.tune) return run_tune(options, options.settings.device, threads);
   const auto& all = runtime::benchmarks();
   if (options.list || all.empty()) {
@@ -209,10 +210,10 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
                   "Transcript tokens per audio second of train-step's synthetic batches (default: "
                   "12 for character vocabularies, 3 for subword ones, about LibriSpeech's)")
       ->check(CLI::Range(0.1, 100.0));
-  cmd->add_option("--precision", options->settings.precision,
-                  "train-step and decode-files precision on CUDA: fp32, bf16, fp16")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  add_precision_option(
+      cmd, options->settings.precision,
+      {runtime::Precision::kFp32, runtime::Precision::kBf16, runtime::Precision::kFp16},
+      "train-step and decode-files precision on CUDA: fp32, bf16, fp16");
   cmd->add_option("--model", options->settings.model, "decode-files: a trained model (file or folder)");
   cmd->add_option("--input", options->settings.inputs,
                   "decode-files: audio inputs as decode takes them (files, folders, @list, CSV); "

@@ -6,14 +6,19 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
+
+#include "runtime/device.h"
+#include "runtime/precision.h"
 
 namespace masr::cli {
 
 struct GlobalOptions {
   int verbose = 0;     // -v (repeatable)
   bool quiet = false;  // -q
-  std::string device = "auto";
+  std::string device_text = "auto";  // --device as given; main parses it into `device`
+  runtime::DeviceChoice device;      // `auto` is resolved by each command
   int threads = 0;            // 0: LibTorch's default
   bool threads_auto = false;  // --threads auto: the command takes them from its plan or profile
 };
@@ -33,5 +38,10 @@ Runner add_import_command(CLI::App& app, GlobalOptions& global);
 // -v, -q, --device, --threads. On the root app; `train` repeats them because its unknown options
 // are hparams overrides rather than falling through to the root.
 void add_global_options(CLI::App& app, GlobalOptions& global);
+
+// A --precision option of `cmd` that accepts the names of `allowed` and stores the parsed value.
+CLI::Option* add_precision_option(CLI::App* cmd, runtime::Precision& precision,
+                                  std::initializer_list<runtime::Precision> allowed,
+                                  const std::string& description);
 
 }  // namespace masr::cli

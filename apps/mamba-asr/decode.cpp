@@ -124,7 +124,7 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
         o.format.c_str(), rows.size());
   }
   MASR_LOG_INFO("decoding %zu utterances with %s search on %s", rows.size(),
-                decode::search_name(recognizer->search()), recognizer->device().c_str());
+                decode::search_name(recognizer->search()), recognizer->device().str().c_str());
   const auto start = std::chrono::steady_clock::now();
   decode::DecodeProgressDisplay progress(ProgressDisplay::detect(global.quiet));
   if (o.format == "vtt") std::cout << decode::kWebVttHeader;
@@ -289,15 +289,16 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--word-bonus", o.recognizer.decode.ctc.word_insertion_bonus,
                   "ctc-beam: word insertion bonus")
       ->capture_default_str();
-  cmd->add_option("--precision", o.recognizer.decode.precision,
-                  "Model arithmetic. CUDA: fp32, or bf16 / fp16 autocast (faster). CPU: fp32, or "
-                  "int8: the encoder's Linear layers (ConMamba models) run as LibTorch dynamic "
-                  "int8 layers, weights quantized per output channel once at load, inputs per "
-                  "frame; front end, scan and CTC head stay fp32. Measured with the bundled model "
-                  "(208 test utterances, greedy): WER 44.15 % fp32, 43.9 % int8; on a loaded "
-                  "2-core VM no speed gain worth naming (docs/decode.md, \"int8 on CPUs\")")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}));
+  add_precision_option(
+      cmd, o.recognizer.decode.precision,
+      {runtime::Precision::kFp32, runtime::Precision::kBf16, runtime::Precision::kFp16,
+       runtime::Precision::kInt8},
+      "Model arithmetic. CUDA: fp32, or bf16 / fp16 autocast (faster). CPU: fp32, or "
+      "int8: the encoder's Linear layers (ConMamba models) run as LibTorch dynamic "
+      "int8 layers, weights quantized per output channel once at load, inputs per "
+      "frame; front end, scan and CTC head stay fp32. Measured with the bundled model "
+      "(208 test utterances, greedy): WER 44.15 % fp32, 43.9 % int8; on a loaded "
+      "2-core VM no speed gain worth naming (docs/decode.md, \"int8 on CPUs\")");
   cmd->add_option("--word-start-shift", o.recognizer.decode.word_start_shift,
                   "Seconds word start times are moved earlier (CTC emits a word's first token "
                   "after its onset; 0.052 measured for the bundled model, docs/timestamps.md)")

@@ -37,7 +37,7 @@ std::string join(const std::vector<std::string>& items) {
   return out.empty() ? "-" : out;
 }
 
-nlohmann::json to_json(const runtime::MachineInfo& m, const std::string& device) {
+nlohmann::json to_json(const runtime::MachineInfo& m, const runtime::DeviceChoice& device) {
   nlohmann::json cuda = nlohmann::json::array();
   for (const auto& d : m.cuda) {
     cuda.push_back({{"index", d.index},
@@ -52,7 +52,7 @@ nlohmann::json to_json(const runtime::MachineInfo& m, const std::string& device)
                     {"tf32", d.tf32}});
   }
   return {{"torch_version", m.torch_version},
-          {"device", device},
+          {"device", device.str()},
           {"cpu",
            {{"model", m.cpu.model},
             {"logical_cores", m.cpu.logical_cores},
@@ -74,7 +74,7 @@ nlohmann::json to_json(const runtime::MachineInfo& m, const std::string& device)
           {"mps_available", m.mps}};
 }
 
-void print_table(const runtime::MachineInfo& m, const std::string& device) {
+void print_table(const runtime::MachineInfo& m, const runtime::DeviceChoice& device) {
   const auto& c = m.cpu;
   std::printf("%-18s %s\n", "LibTorch", m.torch_version.c_str());
   std::printf("%-18s %s\n", "CPU", c.model.empty() ? "unknown" : c.model.c_str());
@@ -102,7 +102,7 @@ void print_table(const runtime::MachineInfo& m, const std::string& device) {
                 m.cuda_runtime_version);
   }
   std::printf("%-18s %s\n", "MPS", m.mps ? "available" : "not available");
-  std::printf("%-18s %s\n", "selected device", device.c_str());
+  std::printf("%-18s %s\n", "selected device", device.str().c_str());
 }
 
 nlohmann::json model_json(const toolkit::ModelFacts& f) {
@@ -125,7 +125,7 @@ int run_detect(const DetectOptions& options, const GlobalOptions& global) {
   if (options.json && options.yaml) {
     throw Error(ErrorKind::kUsage, "detect: give --json or --yaml, not both");
   }
-  const auto device = runtime::resolve_device(runtime::parse_device(global.device)).str();
+  const runtime::DeviceChoice device = runtime::resolve_device(global.device);
   const auto machine = runtime::detect_machine();
   std::optional<toolkit::ModelFacts> facts;
   std::optional<hparams::Hparams> hp;
@@ -157,9 +157,9 @@ int run_detect(const DetectOptions& options, const GlobalOptions& global) {
     }
     std::printf(
         "\nprofile (from the design documents' %s profile, adjusted to this machine%s):\n%s",
-        device.rfind("cuda", 0) == 0 ? "CUDA"
-        : device == "mps"            ? "MPS"
-                                     : "CPU",
+        device.is_cuda()                                   ? "CUDA"
+        : device.type == runtime::DeviceChoice::Type::kMps ? "MPS"
+                                                           : "CPU",
         facts ? " and model" : "", toolkit::format_profile(profile).c_str());
   }
   return 0;

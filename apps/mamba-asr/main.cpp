@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "core/crash_report.h"
@@ -100,7 +102,7 @@ int run(int argc, char** argv) {
                                            : masr::LogLevel::kInfo);
   masr::runtime::apply_threads(global.threads);
   masr::runtime::warn_if_reference_blas();
-  masr::runtime::parse_device(global.device);  // reject a malformed --device early
+  global.device = masr::runtime::parse_device(global.device_text);  // a malformed one stops here
 
   for (auto& [sub, runner] : commands) {
     if (sub->parsed()) return runner();
@@ -116,7 +118,7 @@ namespace masr::cli {
 void add_global_options(CLI::App& app, GlobalOptions& global) {
   app.add_flag("-v,--verbose", global.verbose, "More messages (repeat for debug output)");
   app.add_flag("-q,--quiet", global.quiet, "Only warnings and errors");
-  app.add_option("--device", global.device, "Where to compute: auto, cpu, cuda, cuda:N or mps")
+  app.add_option("--device", global.device_text, "Where to compute: auto, cpu, cuda, cuda:N or mps")
       ->capture_default_str();
   app.add_option_function<std::string>(
          "--threads",
@@ -134,6 +136,26 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
          "CPU threads for LibTorch: N, 0 (its default) or auto (train/decode: the cached plan's, "
          "else the detect profile's)")
       ->type_name("N|auto");
+}
+
+CLI::Option* add_precision_option(CLI::App* cmd, runtime::Precision& precision,
+                                  std::initializer_list<runtime::Precision> allowed,
+                                  const std::string& description) {
+  std::vector<std::string> names;
+  for (runtime::Precision p : allowed) names.emplace_back(runtime::precision_name(p));
+  // The check runs before the callback, so the callback only sees one of `names`.
+  return cmd
+      ->add_option_function<std::string>(
+          "--precision",
+          [&precision,
+           allowed = std::vector<runtime::Precision>(allowed)](const std::string& text) {
+            for (runtime::Precision p : allowed) {
+              if (text == runtime::precision_name(p)) precision = p;
+            }
+          },
+          description)
+      ->default_str(runtime::precision_name(precision))
+      ->check(CLI::IsMember(names));
 }
 
 }  // namespace masr::cli

@@ -184,7 +184,7 @@ Runner add_stream_command(CLI::App& app, GlobalOptions& global) {
       ->check(CLI::IsMember({"exact", "running"}));
   cmd->add_flag("!--no-partials", o.partials, "Print only final results");
   return [options, &global] {
-    if (global.device != "auto" && global.device != "cpu") {
+    if (global.device.type != runtime::DeviceChoice::Type::kAuto && !global.device.is_cpu()) {
       throw Error(ErrorKind::kUsage, "stream: runs on the CPU (--device cpu)");
     }
     runtime::apply_threads(global.threads);

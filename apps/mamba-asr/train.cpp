@@ -96,14 +96,12 @@ std::vector<std::string> command_line_without_nproc() {
   return out;
 }
 
-// The device of this rank: cuda / auto-with-CUDA become cuda:LOCAL_RANK (one GPU per rank).
-std::string rank_device(const std::string& device, int local_rank) {
-  const runtime::DeviceChoice choice = runtime::resolve_device(runtime::parse_device(device));
-  if (choice.type == runtime::DeviceChoice::Type::kCuda) {
-    if (choice.index >= 0 && device.find(':') != std::string::npos) return choice.str();
-    return "cuda:" + std::to_string(local_rank);
-  }
-  return choice.str();
+// The device of this rank: cuda / auto-with-CUDA become cuda:LOCAL_RANK (one GPU per rank);
+// an explicit cuda:N stays.
+runtime::DeviceChoice rank_device(const runtime::DeviceChoice& given, int local_rank) {
+  runtime::DeviceChoice choice = runtime::resolve_device(given);
+  if (choice.is_cuda() && given.index < 0) choice.index = local_rank;
+  return choice;
 }
 
 int run_train(const TrainOptions& options, const GlobalOptions& global,
@@ -135,9 +133,9 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   load.overrides = hparams::parse_override_args(extras);
   load.overrides_yaml = options.overrides_yaml;
   // `auto` runtime knobs (hparams or --threads auto): the cached plan, else the detect profile.
-  const auto resolved = toolkit::resolve_auto(
-      options.hparams_file, load.overrides,
-      runtime::resolve_device(runtime::parse_device(global.device)).str(), global.threads_auto);
+  const auto resolved =
+      toolkit::resolve_auto(options.hparams_file, load.overrides,
+                            runtime::resolve_device(global.device), global.threads_auto);
   for (const auto& o : resolved.overrides) load.overrides.push_back(o);
   if (resolved.threads > 0) runtime::apply_threads(resolved.threads);
   const hparams::Hparams hp = hparams::load_file(options.hparams_file, load);

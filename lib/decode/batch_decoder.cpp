@@ -61,10 +61,6 @@ const char* search_name(Search search) {
 void DecodeConfig::validate() const {
   ctc.validate();
   s2s.validate();
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16" && precision != "int8") {
-    throw_config_error("decode: unknown precision '" + precision +
-                       "' (expected fp32, bf16, fp16 or int8)");
-  }
   if (decoder_temperature <= 0) throw_config_error("decode: decoder temperature must be > 0");
   if (!(std::abs(word_start_shift) <= 1.0)) {
     throw_config_error("decode: word start shift must be between -1 and 1 seconds, not " +

@@ -16,6 +16,7 @@
 #include "decode/s2s_beam_search.h"
 #include "decode/sequence_scorer.h"
 #include "decode/transcript.h"
+#include "runtime/precision.h"
 
 namespace masr::decode {
 
@@ -74,7 +75,7 @@ struct DecodeConfig {
   // scores); on a CPU model everything runs in fp32. int8: the model's encoder was quantized for
   // the CPU (AsrModel::quantize_int8, which `decode --precision int8` calls after loading); the
   // searches themselves run as for fp32, and it is no precision for a CUDA model.
-  std::string precision = "fp32";
+  runtime::Precision precision = runtime::Precision::kFp32;
   void validate() const;  // throws a config error naming the option
 };
 

@@ -40,9 +40,9 @@ void check_fusion_search(Search search) {
 
 // The device the config asks for, resolved; int8 is a CPU-only mode (LibTorch's quantized linear
 // ops), so it is refused elsewhere before anything is loaded and turns `auto` into the CPU.
-std::string resolve_config_device(const RecognizerConfig& config) {
-  runtime::DeviceChoice requested = runtime::parse_device(config.device);
-  if (config.decode.precision == "int8") {
+runtime::DeviceChoice resolve_config_device(const RecognizerConfig& config) {
+  runtime::DeviceChoice requested = config.device;
+  if (config.decode.precision == runtime::Precision::kInt8) {
     if (requested.type != runtime::DeviceChoice::Type::kCpu &&
         requested.type != runtime::DeviceChoice::Type::kAuto) {
       throw_config_error(
@@ -52,34 +52,35 @@ std::string resolve_config_device(const RecognizerConfig& config) {
     }
     requested.type = runtime::DeviceChoice::Type::kCpu;
   }
-  return runtime::resolve_device(requested).str();
+  return runtime::resolve_device(requested);
 }
 
 }  // namespace
 
 std::unique_ptr<Recognizer> Recognizer::open(RecognizerConfig config) {
   config.validate();
-  std::string device = resolve_config_device(config);  // a wrong device stops before the read
+  const runtime::DeviceChoice device = resolve_config_device(config);  // before the read
   auto model = config.hparams.empty()
                    ? load_asr_model(config.model)
                    : models::AsrModel::import_speechbrain(config.model, config.hparams);
-  return build(std::move(model), std::move(config), {}, std::move(device));
+  return build(std::move(model), std::move(config), {}, device);
 }
 
 std::unique_ptr<Recognizer> Recognizer::from_model(std::shared_ptr<models::AsrModel> model,
                                                    RecognizerConfig config,
                                                    std::vector<std::string> pieces) {
-  std::string device = resolve_config_device(config);
-  return build(std::move(model), std::move(config), std::move(pieces), std::move(device));
+  const runtime::DeviceChoice device = resolve_config_device(config);
+  return build(std::move(model), std::move(config), std::move(pieces), device);
 }
 
 std::unique_ptr<Recognizer> Recognizer::build(std::shared_ptr<models::AsrModel> model,
                                               RecognizerConfig config,
-                                              std::vector<std::string> pieces, std::string device) {
+                                              std::vector<std::string> pieces,
+                                              runtime::DeviceChoice device) {
   std::unique_ptr<Recognizer> r(new Recognizer());
-  r->device_ = std::move(device);
-  if (r->device_ != "cpu") model->to(c10::Device(r->device_));
-  if (config.decode.precision == "int8") {
+  r->device_ = device;
+  if (!device.is_cpu()) model->to(runtime::torch_device(device));
+  if (config.decode.precision == runtime::Precision::kInt8) {
     model->eval();
     const auto start = std::chrono::steady_clock::now();
     const std::string summary = model->quantize_int8();
@@ -119,7 +120,7 @@ void Recognizer::use_lm(std::shared_ptr<models::LmModel> lm, const std::string& 
     }
     check_same_pieces(lm_pieces, recognizer_->pieces(), "LM '" + name + "'");
   }
-  if (device_ != "cpu") lm->lm()->to(c10::Device(device_));
+  if (!device_.is_cpu()) lm->lm()->to(runtime::torch_device(device_));
   lm->lm()->eval();
   DecodeConfig& d = config_.decode;
   if (d.s2s.lm_weight <= 0) d.s2s.lm_weight = 0.6;  // SpeechBrain's test setting

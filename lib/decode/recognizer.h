@@ -18,13 +18,15 @@
 #include "decode/file_transcriber.h"
 #include "decode/model_scorers.h"
 #include "models/lm_model.h"
+#include "runtime/device.h"
 
 namespace masr::decode {
 
 struct RecognizerConfig {
-  std::string model;           // a model file, or a folder holding model.masr
-  std::string hparams;         // with it, `model` is a CKPT+ folder, imported on the fly
-  std::string device = "cpu";  // cpu, cuda, cuda:N or auto (runtime::parse_device)
+  std::string model;    // a model file, or a folder holding model.masr
+  std::string hparams;  // with it, `model` is a CKPT+ folder, imported on the fly
+  // cpu, cuda, cuda:N or auto (runtime::parse_device); resolved when the model opens
+  runtime::DeviceChoice device = runtime::DeviceChoice::cpu();
   DecodeConfig decode;         // search, beams, weights, precision
   std::string lm;              // a Transformer LM file (type "lm") for shallow fusion
   double lm_temperature = 1.0;
@@ -57,7 +59,7 @@ class Recognizer {
   std::vector<Transcript> transcribe(const std::vector<const std::vector<float>*>& waveforms);
 
   Search search() const { return search_; }              // auto resolved
-  const std::string& device() const { return device_; }  // resolved, e.g. "cpu", "cuda:0"
+  const runtime::DeviceChoice& device() const { return device_; }  // resolved, e.g. cuda:0
   int sample_rate() const { return recognizer_->sample_rate(); }
   const DecodeConfig& config() const { return config_.decode; }
   const models::AsrModel& model() const { return *model_; }
@@ -68,11 +70,11 @@ class Recognizer {
   // from_model with the device already resolved (open resolves it before reading the model).
   static std::unique_ptr<Recognizer> build(std::shared_ptr<models::AsrModel> model,
                                            RecognizerConfig config, std::vector<std::string> pieces,
-                                           std::string device);
+                                           runtime::DeviceChoice device);
   SequenceScorer* s2s_lm() const { return lm_scorer_.get(); }
 
   RecognizerConfig config_;
-  std::string device_;
+  runtime::DeviceChoice device_;
   Search search_ = Search::kAuto;
   std::shared_ptr<models::AsrModel> model_;
   std::unique_ptr<AsrModelRecognizer> recognizer_;

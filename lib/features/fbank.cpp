@@ -11,16 +11,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "features/short_input.h"
 #include "runtime/device_copy.h"
 
 namespace masr::features {
 namespace {
-
-std::string milliseconds(double ms) {
-  std::ostringstream out;
-  out << ms;
-  return out.str();
-}
 
 double hz_to_mel(double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); }
 
@@ -142,10 +137,8 @@ at::Tensor Fbank::compute(const at::Tensor& wav, const at::Tensor* valid_frames)
   at::Tensor x = (wav.dim() == 1 ? wav.unsqueeze(0) : wav).to(at::kFloat);
   const int64_t samples = x.size(1);
   if (samples < config_.win_samples()) {
-    throw_input_error("Fbank: " + std::to_string(samples) + " samples; expected at least " +
-                      std::to_string(config_.win_samples()) + " (one " +
-                      milliseconds(config_.win_length_ms) + " ms window at " +
-                      std::to_string(config_.sample_rate) + " Hz)");
+    throw_short_input("Fbank", samples, config_.win_samples(), config_.win_length_ms, "window",
+                      config_.sample_rate);
   }
   // torch.stft(center=True, pad_mode="constant"): n_fft/2 zeros on both sides.
   const int64_t pad = config_.n_fft / 2;

@@ -11,15 +11,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "features/short_input.h"
 
 namespace masr::features {
 namespace {
-
-std::string milliseconds(double ms) {
-  std::ostringstream out;
-  out << ms;
-  return out.str();
-}
 
 double kaldi_mel(double hz) { return 1127.0 * std::log(1.0 + hz / 700.0); }
 
@@ -149,10 +144,8 @@ at::Tensor KaldiFbank::operator()(const at::Tensor& wav) const {
   }
   const at::Tensor x = (wav.dim() == 1 ? wav.unsqueeze(0) : wav).to(at::kFloat);
   if (config_.num_frames(x.size(1)) < 1) {
-    throw_input_error("Kaldi fbank: " + std::to_string(x.size(1)) + " samples; expected at least " +
-                      std::to_string(config_.window_samples()) + " (one " +
-                      milliseconds(config_.frame_length_ms) + " ms frame at " +
-                      std::to_string(config_.sample_rate) + " Hz)");
+    throw_short_input("Kaldi fbank", x.size(1), config_.window_samples(), config_.frame_length_ms,
+                      "frame", config_.sample_rate);
   }
   at::Tensor f = frames(x).contiguous();  // (B, F, window)
   if (config_.dither != 0.0) f = f + at::randn_like(f) * config_.dither;

@@ -3,7 +3,6 @@
 #include "models/conformer_encoder.h"
 
 #include "nn/checkpoint.h"
-#include "nn/feed_forward.h"
 #include "nn/masks.h"
 
 namespace masr::models {
@@ -11,25 +10,16 @@ namespace masr::models {
 ConformerEncoderLayerImpl::ConformerEncoderLayerImpl(const ConformerConfig& c) {
   mha_layer =
       register_module("mha_layer", nn::RelPosMHAXL(c.d_model, c.nhead, c.dropout, c.causal));
-  convolution_module = register_module(
-      "convolution_module",
-      nn::ConvolutionModule(c.d_model, c.kernel_size, c.bias, c.activation, c.dropout, c.causal));
-  ffn_module1 = register_module("ffn_module1",
-                                nn::make_macaron_ffn(c.d_model, c.d_ffn, c.dropout, c.activation));
-  ffn_module2 = register_module("ffn_module2",
-                                nn::make_macaron_ffn(c.d_model, c.d_ffn, c.dropout, c.activation));
-  norm1 = register_module("norm1", nn::SbLayerNorm(c.d_model, 1e-5));
-  norm2 = register_module("norm2", nn::SbLayerNorm(c.d_model, 1e-5));
+  register_macaron(c.d_model, c.d_ffn, c.kernel_size, c.bias, c.activation, c.dropout, c.causal);
 }
 
 at::Tensor ConformerEncoderLayerImpl::forward(const at::Tensor& input, const at::Tensor& lengths,
                                               const at::Tensor& pos_embs,
                                               const at::Tensor& attn_mask,
                                               const at::Tensor& key_padding_mask) {
-  at::Tensor x = input + 0.5 * ffn_module1->forward(input);
-  x = x + mha_layer->forward(norm1->forward(x), pos_embs, attn_mask, key_padding_mask);
-  x = x + convolution_module->forward(x, lengths);
-  return norm2->forward(x + 0.5 * ffn_module2->forward(x));
+  return macaron(input, lengths, [&](const at::Tensor& x) {
+    return mha_layer->forward(x, pos_embs, attn_mask, key_padding_mask);
+  });
 }
 
 ConformerEncoder::ConformerEncoder(const ConformerConfig& c) : config(c) {

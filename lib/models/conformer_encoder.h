@@ -6,7 +6,7 @@
 #include "models/encoder.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
-#include "nn/conv_module.h"
+#include "nn/macaron_layer.h"
 #include "nn/wrappers.h"
 
 namespace masr::models {
@@ -25,14 +25,11 @@ struct ConformerConfig {
 
 // x <- x + FFN1(x)/2; x <- x + MHA(LN1(x)); x <- x + Conv(x); x <- LN2(x + FFN2(x)/2).
 // Keys: ffn_module1, mha_layer, convolution_module, ffn_module2, norm1.norm, norm2.norm.
-struct ConformerEncoderLayerImpl : torch::nn::Module {
+struct ConformerEncoderLayerImpl : nn::MacaronLayerBase {
   explicit ConformerEncoderLayerImpl(const ConformerConfig& config);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths, const at::Tensor& pos_embs,
                      const at::Tensor& attn_mask, const at::Tensor& key_padding_mask);
-  torch::nn::Sequential ffn_module1{nullptr}, ffn_module2{nullptr};
   nn::RelPosMHAXL mha_layer{nullptr};
-  nn::ConvolutionModule convolution_module{nullptr};
-  nn::SbLayerNorm norm1{nullptr}, norm2{nullptr};
 };
 TORCH_MODULE(ConformerEncoderLayer);
 

@@ -4,8 +4,9 @@
 #pragma once
 
 #include "models/encoder.h"
+#include "models/mamba_step.h"
 #include "nn/activation.h"
-#include "nn/conv_module.h"
+#include "nn/macaron_layer.h"
 #include "nn/mamba.h"
 #include "nn/wrappers.h"
 
@@ -26,15 +27,23 @@ struct ConmambaConfig {
   nn::MambaConfig mamba;
 };
 
+// What a layer run chunk by chunk (a causal layer: models/conmamba_stream.h) keeps between
+// chunks.
+struct ConmambaLayerCache {
+  MambaStepState mamba;  // conv (N, d_inner, d_conv-1) and SSM (N, d_inner, d_state) state
+  at::Tensor conv;       // (N, d_model, kernel-1): the depthwise conv's inputs before the chunk
+};
+
 // x <- x + FFN1(x)/2; x <- x + Mamba(LN1(x)); x <- x + Conv(x); x <- LN2(x + FFN2(x)/2).
 // Keys: ffn_module1, mamba, convolution_module, ffn_module2, norm1.norm, norm2.norm.
-struct ConmambaEncoderLayerImpl : torch::nn::Module {
+struct ConmambaEncoderLayerImpl : nn::MacaronLayerBase {
   explicit ConmambaEncoderLayerImpl(const ConmambaConfig& config);
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths);
-  torch::nn::Sequential ffn_module1{nullptr}, ffn_module2{nullptr};
+  // x: (B, T, d_model) -> (B, T, d_model). cache: null for a whole sequence; for a causal layer
+  // run chunk by chunk, the state after the frames before x (the Mamba stepped frame by frame,
+  // the depthwise conv reading the cached inputs), advanced past x.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths,
+                     ConmambaLayerCache* cache = nullptr);
   nn::Mamba mamba{nullptr};
-  nn::ConvolutionModule convolution_module{nullptr};
-  nn::SbLayerNorm norm1{nullptr}, norm2{nullptr};
 };
 TORCH_MODULE(ConmambaEncoderLayer);
 

@@ -1,6 +1,6 @@
 // lib/models/conmamba_stream.cpp
-// ConMamba layers chunk by chunk: feed-forwards and norms per frame, the Mamba stepped frame by
-// frame (mamba_step), the causal depthwise conv over [cached kernel-1 inputs | chunk].
+// ConMamba layers chunk by chunk, each layer's forward with its cache (the Mamba stepped frame by
+// frame, the causal depthwise conv over [cached kernel-1 inputs | chunk]).
 #include "models/conmamba_stream.h"
 
 #include <torch/torch.h>
@@ -17,24 +17,6 @@ namespace {
   throw_config_error("streaming needs a causal ConMamba encoder, and this model " + why +
                      "; such a model needs the whole utterance: decode files with `mamba-asr "
                      "decode` instead, or train a causal model (Transformer: causal: True)");
-}
-
-// The convolution module with its depthwise conv fed [cache | chunk]: x (N, n, d) -> (N, n, d).
-at::Tensor conv_module_step(nn::ConvolutionModuleImpl& m, const at::Tensor& x, at::Tensor& cache) {
-  const int64_t n = x.size(1), history = cache.size(2);
-  const at::Tensor gated = m.bottleneck->forward(m.layer_norm->forward(x).transpose(1, 2));
-  const at::Tensor window = at::cat({cache, gated}, 2);  // (N, d, kernel-1 + n), oldest first
-  cache = window.narrow(2, n, history);
-  // The module pads kernel-1 on both sides; output kernel-1+t ends at window frame kernel-1+t.
-  const at::Tensor out = m.conv->forward(window).narrow(2, history, n);
-  return m.after_conv->forward(out.transpose(1, 2));
-}
-
-at::Tensor mamba_chunk(nn::MambaImpl& mamba, const at::Tensor& x, MambaStepState& state) {
-  std::vector<at::Tensor> frames;
-  frames.reserve(static_cast<size_t>(x.size(1)));
-  for (int64_t t = 0; t < x.size(1); ++t) frames.push_back(mamba_step(mamba, x.narrow(1, t, 1), state));
-  return at::cat(frames, 1);
 }
 
 }  // namespace
@@ -90,13 +72,7 @@ at::Tensor conmamba_stream_forward(ConmambaEncoder& encoder, const at::Tensor& x
   }
   at::Tensor h = x;
   for (size_t i = 0; i < encoder.layers->size(); ++i) {
-    auto* l = encoder.layers[i]->as<ConmambaEncoderLayerImpl>();
-    ConmambaLayerCache& cache = state.layers[i];
-    // The order of ConmambaEncoderLayerImpl::forward.
-    h = h + 0.5 * l->ffn_module1->forward(h);
-    h = h + mamba_chunk(*l->mamba, l->norm1->forward(h), cache.mamba);
-    h = h + conv_module_step(*l->convolution_module, h, cache.conv);
-    h = l->norm2->forward(h + 0.5 * l->ffn_module2->forward(h));
+    h = encoder.layers[i]->as<ConmambaEncoderLayerImpl>()->forward(h, {}, &state.layers[i]);
   }
   state.frames += x.size(1);
   return encoder.norm->forward(h);

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "models/mamba_step.h"
+#include "models/conmamba_encoder.h"
 
 namespace masr::nn {
 struct SbLinearImpl;
@@ -16,14 +16,7 @@ struct SbLinearImpl;
 
 namespace masr::models {
 
-struct ConmambaEncoder;
 struct TransformerASRImpl;
-
-// What a stream keeps of one ConMamba layer between chunks.
-struct ConmambaLayerCache {
-  MambaStepState mamba;  // conv (N, d_inner, d_conv-1) and SSM (N, d_inner, d_state) state
-  at::Tensor conv;       // (N, d_model, kernel-1): the depthwise conv's inputs before the chunk
-};
 
 struct ConmambaStreamState {
   std::vector<ConmambaLayerCache> layers;

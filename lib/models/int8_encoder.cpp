@@ -75,9 +75,10 @@ Int8Summary quantize_encoder_int8(TransformerASRImpl& transformer) {
       // The feed-forwards' Linear layers and the convolution module's after_conv Linear.
       summary.layers += nn::quantize_sequential_linears(*seq, engine, &summary.weights);
     } else if (auto* mamba = dynamic_cast<nn::MambaImpl*>(module.get())) {
-      if (mamba->in_proj_int8) continue;
-      mamba->in_proj_int8 = std::make_shared<const nn::QuantizedLinear>(*mamba->in_proj, engine);
-      mamba->out_proj_int8 = std::make_shared<const nn::QuantizedLinear>(*mamba->out_proj, engine);
+      if (mamba->in_proj.int8) continue;
+      for (nn::OptionalInt8Linear* proj : {&mamba->in_proj, &mamba->out_proj}) {
+        proj->int8 = std::make_shared<const nn::QuantizedLinear>(*proj->linear, engine);
+      }
       summary.layers += 2;
       summary.weights += mamba->in_proj->weight.numel() + mamba->out_proj->weight.numel();
     } else if (auto* conv = dynamic_cast<nn::ConvolutionModuleImpl*>(module.get())) {

@@ -6,18 +6,10 @@
 
 namespace masr::models {
 
-MambaDecoderLayerImpl::MambaDecoderLayerImpl(const MambaDecoderConfig& c)
-    : normalize_before(c.normalize_before) {
+MambaDecoderLayerImpl::MambaDecoderLayerImpl(const MambaDecoderConfig& c) {
   self_mamba = register_module("self_mamba", nn::Mamba(c.d_model, c.mamba, false));
   cross_mamba = register_module("cross_mamba", nn::Mamba(c.d_model, c.mamba, false));
-  pos_ffn = register_module(
-      "pos_ffn", nn::PositionwiseFeedForward(c.d_model, c.d_ffn, c.dropout, c.activation));
-  norm1 = register_module("norm1", nn::SbLayerNorm(c.d_model, 1e-6));
-  norm2 = register_module("norm2", nn::SbLayerNorm(c.d_model, 1e-6));
-  norm3 = register_module("norm3", nn::SbLayerNorm(c.d_model, 1e-6));
-  dropout1 = register_module("dropout1", torch::nn::Dropout(c.dropout));
-  dropout2 = register_module("dropout2", torch::nn::Dropout(c.dropout));
-  dropout3 = register_module("dropout3", torch::nn::Dropout(c.dropout));
+  register_residuals(c.d_model, c.d_ffn, c.dropout, c.activation, c.normalize_before);
 }
 
 // Runs cross_mamba over [memory[:len_b]; tgt] per utterance, packed left so the target follows
@@ -42,30 +34,18 @@ at::Tensor MambaDecoderLayerImpl::cross(const at::Tensor& tgt, const at::Tensor&
 
 at::Tensor MambaDecoderLayerImpl::forward(const at::Tensor& input, const at::Tensor& memory,
                                           const at::Tensor& memory_lengths) {
-  at::Tensor t = input;
-  at::Tensor in = normalize_before ? norm1->forward(t) : t;
-  t = t + dropout1->forward(self_mamba->forward(in));
-  if (!normalize_before) t = norm1->forward(t);
-  in = normalize_before ? norm2->forward(t) : t;
-  t = t + dropout2->forward(cross(in, memory, memory_lengths));
-  if (!normalize_before) t = norm2->forward(t);
-  in = normalize_before ? norm3->forward(t) : t;
-  t = t + dropout3->forward(pos_ffn->forward(in));
-  return normalize_before ? t : norm3->forward(t);
+  return residuals(
+      input, [&](const at::Tensor& in) { return self_mamba->forward(in); },
+      [&](const at::Tensor& in) { return cross(in, memory, memory_lengths); },
+      /*with_dropout=*/true);
 }
 
 at::Tensor MambaDecoderLayerImpl::step(const at::Tensor& input, MambaStepState& self,
                                        MambaStepState& cross_state) {
-  at::Tensor t = input;
-  at::Tensor in = normalize_before ? norm1->forward(t) : t;
-  t = t + mamba_step(*self_mamba, in, self);
-  if (!normalize_before) t = norm1->forward(t);
-  in = normalize_before ? norm2->forward(t) : t;
-  t = t + mamba_step(*cross_mamba, in, cross_state);
-  if (!normalize_before) t = norm2->forward(t);
-  in = normalize_before ? norm3->forward(t) : t;
-  t = t + pos_ffn->forward(in);
-  return normalize_before ? t : norm3->forward(t);
+  return residuals(
+      input, [&](const at::Tensor& in) { return mamba_step(*self_mamba, in, self); },
+      [&](const at::Tensor& in) { return mamba_step(*cross_mamba, in, cross_state); },
+      /*with_dropout=*/false);
 }
 
 namespace {

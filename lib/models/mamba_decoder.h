@@ -4,6 +4,7 @@
 // outputs are kept, and a position-wise FFN, each pre-normed (eps 1e-6) with dropout.
 #pragma once
 
+#include "models/decoder_layer.h"
 #include "models/encoder.h"
 #include "models/mamba_step.h"
 #include "nn/activation.h"
@@ -24,7 +25,7 @@ struct MambaDecoderConfig {
 };
 
 // Keys: self_mamba, cross_mamba, pos_ffn.ffn, norm1..3.norm.
-struct MambaDecoderLayerImpl : torch::nn::Module {
+struct MambaDecoderLayerImpl : DecoderLayerBase {
   explicit MambaDecoderLayerImpl(const MambaDecoderConfig& config);
   // memory_lengths: with it, each utterance's cross-Mamba reads only its own memory frames
   // (upstream concatenates the padded memory, so padding leaks in for batches > 1).
@@ -33,10 +34,6 @@ struct MambaDecoderLayerImpl : torch::nn::Module {
   // One position (N, 1, d) with the self- and cross-Mamba states of its rows.
   at::Tensor step(const at::Tensor& tgt, MambaStepState& self, MambaStepState& cross);
   nn::Mamba self_mamba{nullptr}, cross_mamba{nullptr};
-  nn::PositionwiseFeedForward pos_ffn{nullptr};
-  nn::SbLayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
-  torch::nn::Dropout dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
-  bool normalize_before = true;
 
  private:
   at::Tensor cross(const at::Tensor& tgt, const at::Tensor& memory,

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "core/error.h"
 
 namespace masr::models {
@@ -92,6 +94,15 @@ at::Tensor mamba_step(nn::MambaImpl& m, const at::Tensor& x, MambaStepState& sta
   at::Tensor y = (state.ssm * s.C.unsqueeze(1)).sum(2) + m.D.to(at::kFloat) * uf;
   y = (y * at::silu(z.to(at::kFloat))).to(x.scalar_type());
   return m.out_proj->forward(y).unsqueeze(1);
+}
+
+at::Tensor mamba_chunk(nn::MambaImpl& mamba, const at::Tensor& x, MambaStepState& state) {
+  std::vector<at::Tensor> frames;
+  frames.reserve(static_cast<size_t>(x.size(1)));
+  for (int64_t t = 0; t < x.size(1); ++t) {
+    frames.push_back(mamba_step(mamba, x.narrow(1, t, 1), state));
+  }
+  return at::cat(frames, 1);
 }
 
 }  // namespace masr::models

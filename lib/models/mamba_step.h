@@ -27,4 +27,7 @@ MambaStepState mamba_prefill(nn::MambaImpl& mamba, const at::Tensor& x, const at
 // at that position. Throws a config error for a bidirectional block (it needs the future).
 at::Tensor mamba_step(nn::MambaImpl& mamba, const at::Tensor& x, MambaStepState& state);
 
+// n positions x (N, n, d_model) -> (N, n, d_model), one mamba_step each, advancing `state`.
+at::Tensor mamba_chunk(nn::MambaImpl& mamba, const at::Tensor& x, MambaStepState& state);
+
 }  // namespace masr::models

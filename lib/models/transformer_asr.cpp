@@ -96,15 +96,8 @@ void TransformerASRImpl::build_encoder() {
                       c.causal};
     encoder_ = register_module("encoder", std::make_shared<ConformerEncoder>(e));
   } else {
-    TransformerEncoderConfig e{c.d_model,
-                               c.nhead,
-                               c.d_ffn,
-                               c.num_encoder_layers,
-                               c.dropout,
-                               c.activation,
-                               c.normalize_before,
-                               c.causal,
-                               c.attention_type == "RelPosMHAXL"};
+    const TransformerEncoderConfig e{encoder_stack_of(c), c.causal,
+                                     c.attention_type == "RelPosMHAXL"};
     encoder_ = register_module("encoder", std::make_shared<TransformerEncoder>(e));
   }
 }
@@ -116,8 +109,9 @@ void TransformerASRImpl::build_decoder() {
                          c.normalize_before, c.mamba};
     decoder_ = register_module("decoder", std::make_shared<MambaDecoder>(d));
   } else {
-    TransformerDecoderConfig d{c.d_model, c.nhead,      c.d_ffn,           c.num_decoder_layers,
-                               c.dropout, c.activation, c.normalize_before};
+    TransformerStackConfig stack = encoder_stack_of(c);
+    stack.num_layers = c.num_decoder_layers;
+    const TransformerDecoderConfig d{stack};
     decoder_ = register_module("decoder", std::make_shared<TransformerDecoder>(d));
   }
 }

@@ -7,51 +7,34 @@
 
 namespace masr::models {
 
-TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerDecoderConfig& c)
-    : normalize_before(c.normalize_before) {
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerDecoderConfig& c) {
   self_attn = register_module("self_attn", nn::MultiheadAttention(c.d_model, c.nhead, c.dropout));
   mutihead_attn =
       register_module("mutihead_attn", nn::MultiheadAttention(c.d_model, c.nhead, c.dropout));
-  pos_ffn = register_module(
-      "pos_ffn", nn::PositionwiseFeedForward(c.d_model, c.d_ffn, c.dropout, c.activation));
-  norm1 = register_module("norm1", nn::SbLayerNorm(c.d_model, 1e-6));
-  norm2 = register_module("norm2", nn::SbLayerNorm(c.d_model, 1e-6));
-  norm3 = register_module("norm3", nn::SbLayerNorm(c.d_model, 1e-6));
-  dropout1 = register_module("dropout1", torch::nn::Dropout(c.dropout));
-  dropout2 = register_module("dropout2", torch::nn::Dropout(c.dropout));
-  dropout3 = register_module("dropout3", torch::nn::Dropout(c.dropout));
+  register_residuals(c.d_model, c.d_ffn, c.dropout, c.activation, c.normalize_before);
 }
 
 at::Tensor TransformerDecoderLayerImpl::forward(const at::Tensor& input, const at::Tensor& memory,
                                                 const at::Tensor& tgt_mask,
                                                 const at::Tensor& tgt_padding,
                                                 const at::Tensor& memory_padding) {
-  at::Tensor t = input;
-  at::Tensor in = normalize_before ? norm1->forward(t) : t;
-  t = t + dropout1->forward(self_attn->forward(in, in, in, tgt_mask, tgt_padding));
-  if (!normalize_before) t = norm1->forward(t);
-  in = normalize_before ? norm2->forward(t) : t;
-  t = t + dropout2->forward(mutihead_attn->forward(in, memory, memory, {}, memory_padding));
-  if (!normalize_before) t = norm2->forward(t);
-  in = normalize_before ? norm3->forward(t) : t;
-  t = t + dropout3->forward(pos_ffn->forward(in));
-  return normalize_before ? t : norm3->forward(t);
+  return residuals(
+      input,
+      [&](const at::Tensor& in) { return self_attn->forward(in, in, in, tgt_mask, tgt_padding); },
+      [&](const at::Tensor& in) {
+        return mutihead_attn->forward(in, memory, memory, {}, memory_padding);
+      },
+      /*with_dropout=*/true);
 }
 
 at::Tensor TransformerDecoderLayerImpl::step(const at::Tensor& input, SelfAttentionCache& cache,
                                              const KeyValue& memory,
                                              const at::Tensor& memory_padding,
                                              const at::Tensor& tgt_padding) {
-  at::Tensor t = input;
-  at::Tensor in = normalize_before ? norm1->forward(t) : t;
-  t = t + cache.step(*self_attn, in, tgt_padding);
-  if (!normalize_before) t = norm1->forward(t);
-  in = normalize_before ? norm2->forward(t) : t;
-  t = t + attend(*mutihead_attn, in, memory, memory_padding);
-  if (!normalize_before) t = norm2->forward(t);
-  in = normalize_before ? norm3->forward(t) : t;
-  t = t + pos_ffn->forward(in);
-  return normalize_before ? t : norm3->forward(t);
+  return residuals(
+      input, [&](const at::Tensor& in) { return cache.step(*self_attn, in, tgt_padding); },
+      [&](const at::Tensor& in) { return attend(*mutihead_attn, in, memory, memory_padding); },
+      /*with_dropout=*/false);
 }
 
 namespace {

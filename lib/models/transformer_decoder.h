@@ -3,8 +3,10 @@
 // output and a position-wise FFN, each with LayerNorm (eps 1e-6) before (or after) the branch.
 #pragma once
 
+#include "models/decoder_layer.h"
 #include "models/encoder.h"
 #include "models/incremental_attention.h"
+#include "models/transformer_stack.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/feed_forward.h"
@@ -12,18 +14,10 @@
 
 namespace masr::models {
 
-struct TransformerDecoderConfig {
-  int64_t d_model = 512;
-  int64_t nhead = 8;
-  int64_t d_ffn = 2048;
-  int64_t num_layers = 6;
-  double dropout = 0.1;
-  nn::Activation activation = nn::Activation::kRelu;
-  bool normalize_before = true;
-};
+struct TransformerDecoderConfig : TransformerStackConfig {};
 
 // Keys: self_attn.att, mutihead_attn.att (SpeechBrain's spelling), pos_ffn.ffn, norm1..3.norm.
-struct TransformerDecoderLayerImpl : torch::nn::Module {
+struct TransformerDecoderLayerImpl : DecoderLayerBase {
   explicit TransformerDecoderLayerImpl(const TransformerDecoderConfig& config);
   at::Tensor forward(const at::Tensor& tgt, const at::Tensor& memory, const at::Tensor& tgt_mask,
                      const at::Tensor& tgt_padding, const at::Tensor& memory_padding);
@@ -31,10 +25,6 @@ struct TransformerDecoderLayerImpl : torch::nn::Module {
   at::Tensor step(const at::Tensor& tgt, SelfAttentionCache& cache, const KeyValue& memory,
                   const at::Tensor& memory_padding, const at::Tensor& tgt_padding);
   nn::MultiheadAttention self_attn{nullptr}, mutihead_attn{nullptr};
-  nn::PositionwiseFeedForward pos_ffn{nullptr};
-  nn::SbLayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
-  torch::nn::Dropout dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
-  bool normalize_before = true;
 };
 TORCH_MODULE(TransformerDecoderLayer);
 

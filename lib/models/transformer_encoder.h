@@ -4,6 +4,7 @@
 #pragma once
 
 #include "models/encoder.h"
+#include "models/transformer_stack.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/feed_forward.h"
@@ -11,14 +12,7 @@
 
 namespace masr::models {
 
-struct TransformerEncoderConfig {
-  int64_t d_model = 512;
-  int64_t nhead = 8;
-  int64_t d_ffn = 2048;
-  int64_t num_layers = 6;
-  double dropout = 0.1;
-  nn::Activation activation = nn::Activation::kRelu;
-  bool normalize_before = true;
+struct TransformerEncoderConfig : TransformerStackConfig {
   bool causal = false;
   bool relative_attention = false;  // attention_type RelPosMHAXL
 };

@@ -24,15 +24,7 @@ TransformerLMImpl::TransformerLMImpl(const TransformerLMConfig& c) : config(c) {
   config.validate();
   positional_encoding =
       register_module("positional_encoding", nn::PositionalEncoding(c.d_model, c.max_len));
-  TransformerEncoderConfig e{c.d_model,
-                             c.nhead,
-                             c.d_ffn,
-                             c.num_encoder_layers,
-                             c.dropout,
-                             c.activation,
-                             c.normalize_before,
-                             c.causal,
-                             c.relative_attention};
+  const TransformerEncoderConfig e{encoder_stack_of(c), c.causal, c.relative_attention};
   encoder = register_module("encoder", std::make_shared<TransformerEncoder>(e));
   const int64_t d_embedding = c.d_embedding > 0 ? c.d_embedding : c.d_model;
   custom_src_module =

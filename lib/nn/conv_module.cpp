@@ -30,11 +30,31 @@ ConvolutionModuleImpl::ConvolutionModuleImpl(int64_t d_model, int64_t kernel_siz
   register_module("after_conv", after_conv);
 }
 
-at::Tensor ConvolutionModuleImpl::forward(const at::Tensor& x, const at::Tensor& lengths) {
+namespace {
+
+// The depthwise conv over [history | x]: x (B, d, n) -> (B, d, n), history (B, d, h) advanced
+// to the last h frames of the window. The conv pads h = kernel-1 frames on both sides, so its
+// output h + t ends at window frame h + t, i.e. at frame t of x.
+at::Tensor conv_after_history(torch::nn::Conv1dImpl& conv, const at::Tensor& x,
+                              at::Tensor& history) {
+  const int64_t n = x.size(2), h = history.size(2);
+  const at::Tensor window = at::cat({history, x}, 2);  // (B, d, h + n), oldest first
+  history = window.narrow(2, n, h);
+  return conv.forward(window).narrow(2, h, n);
+}
+
+}  // namespace
+
+at::Tensor ConvolutionModuleImpl::forward(const at::Tensor& x, const at::Tensor& lengths,
+                                          at::Tensor* history) {
   at::Tensor out = bottleneck->forward(layer_norm->forward(x).transpose(1, 2));  // (B, d, T)
   if (lengths.defined()) out = zero_padding(out.transpose(1, 2), lengths).transpose(1, 2);
-  out = conv->forward(out);
-  if (causal && padding > 0) out = out.narrow(2, 0, out.size(2) - padding);
+  if (history != nullptr) {
+    out = conv_after_history(*conv, out, *history);
+  } else {
+    out = conv->forward(out);
+    if (causal && padding > 0) out = out.narrow(2, 0, out.size(2) - padding);
+  }
   out = after_conv->forward(out.transpose(1, 2));
   return zero_padding(out, lengths);
 }

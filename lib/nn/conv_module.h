@@ -16,7 +16,11 @@ struct ConvolutionModuleImpl : torch::nn::Module {
                         double dropout, bool causal);
   // x: (B, T, d); lengths: int64 (B) or undefined. Padded frames are zeroed before the depthwise
   // conv (so real frames never read padding; upstream ConMamba reads it) and in the output.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths = {});
+  // history: null for a whole sequence; for a causal module run chunk by chunk, the depthwise
+  // conv's inputs before x, (B, d, padding), oldest first (zeros before the first chunk), which
+  // the conv reads in place of its left padding and which is advanced past x.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths = {},
+                     at::Tensor* history = nullptr);
 
   torch::nn::LayerNorm layer_norm{nullptr};
   torch::nn::Sequential bottleneck{nullptr};

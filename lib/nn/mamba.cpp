@@ -22,7 +22,7 @@ MambaImpl::MambaImpl(int64_t d_model_, const MambaConfig& config, bool bidirecti
       bidirectional(bidirectional_) {
   using torch::nn::Conv1dOptions;
   using torch::nn::LinearOptions;
-  in_proj = register_module(
+  in_proj.linear = register_module(
       "in_proj", torch::nn::Linear(LinearOptions(d_model, 2 * d_inner).bias(config.bias)));
   auto make_conv = [&] {
     return torch::nn::Conv1d(Conv1dOptions(d_inner, d_inner, d_conv)
@@ -48,8 +48,8 @@ MambaImpl::MambaImpl(int64_t d_model_, const MambaConfig& config, bool bidirecti
     D_b = register_parameter("D_b", torch::empty({d_inner}));
     init_direction(dt_proj_b, A_b_log, D_b);
   }
-  out_proj = register_module("out_proj",
-                             torch::nn::Linear(LinearOptions(d_inner, d_model).bias(config.bias)));
+  out_proj.linear = register_module(
+      "out_proj", torch::nn::Linear(LinearOptions(d_inner, d_model).bias(config.bias)));
 }
 
 // mamba_ssm's initialization: dt_proj.weight ~ U(+-dt_rank^-0.5); dt_proj.bias = softplus^-1(dt)
@@ -87,12 +87,11 @@ ops::ScanDirection MambaImpl::direction(const at::Tensor& x, torch::nn::Conv1d& 
 
 at::Tensor MambaImpl::forward(const at::Tensor& hidden, const at::Tensor& lengths) {
   if (hidden.is_cuda()) return forward_time_major(hidden, lengths);
-  if ((in_proj_int8 || out_proj_int8) && is_training()) {
+  if ((in_proj.int8 || out_proj.int8) && is_training()) {
     throw_input_error("Mamba: int8 projections are for decoding only (the model is in training "
                       "mode)");
   }
-  const at::Tensor xz = (in_proj_int8 ? in_proj_int8->forward(hidden) : in_proj->forward(hidden))
-                            .transpose(1, 2);  // (B, 2*d_inner, T)
+  const at::Tensor xz = in_proj.forward(hidden).transpose(1, 2);  // (B, 2*d_inner, T)
   at::Tensor x = xz.narrow(1, 0, d_inner);
   const at::Tensor z = xz.narrow(1, d_inner, d_inner).contiguous();
   at::Tensor lens;
@@ -112,8 +111,7 @@ at::Tensor MambaImpl::forward(const at::Tensor& hidden, const at::Tensor& length
     options.delta_softplus = true;
     y = ops::selective_scan(f.u, f.delta, f.A, f.B, f.C, f.D, z, f.delta_bias, lens, options);
   }
-  return out_proj_int8 ? out_proj_int8->forward(y.transpose(1, 2))
-                       : out_proj->forward(y.transpose(1, 2));
+  return out_proj.forward(y.transpose(1, 2));
 }
 
 namespace {
@@ -163,7 +161,7 @@ ops::ScanDirection MambaImpl::time_major_direction(const at::Tensor& x, const at
 at::Tensor MambaImpl::forward_time_major(const at::Tensor& hidden, const at::Tensor& lengths) {
   const int64_t batch = hidden.size(0), time = hidden.size(1);
   // (2 * d_inner, B * T): x and z are its two row blocks, each a (d_inner, B * T) matrix.
-  const at::Tensor xz = project(in_proj, hidden.reshape({batch * time, d_model}).t());
+  const at::Tensor xz = project(in_proj.linear, hidden.reshape({batch * time, d_model}).t());
   const auto halves = xz.split(d_inner, 0);
   const at::Tensor x = batch_view(halves[0], batch, time), z = batch_view(halves[1], batch, time);
   const at::Tensor lens = lengths.defined() ? lengths.to(hidden.device()).to(torch::kLong)

@@ -6,11 +6,10 @@
 
 #include <torch/torch.h>
 
+#include "nn/quantized_linear.h"
 #include "ops/selective_scan.h"
 
 namespace masr::nn {
-
-class QuantizedLinear;
 
 struct MambaConfig {
   int64_t d_state = 16;
@@ -39,14 +38,13 @@ struct MambaImpl : torch::nn::Module {
 
   int64_t d_model = 0, d_inner = 0, d_state = 0, d_conv = 0, dt_rank = 0;
   bool bidirectional = false;
-  torch::nn::Linear in_proj{nullptr}, out_proj{nullptr};
+  // Decoding on CPUs with int8 matrix products (models/int8_encoder.h sets their int8 copies):
+  // forward() then computes in_proj / out_proj with those (an input error in training mode).
+  // forward_time_major, the CUDA formulation, and models/mamba_step.h use the float layers.
+  OptionalInt8Linear in_proj, out_proj;
   torch::nn::Conv1d conv1d{nullptr}, conv1d_b{nullptr};
   torch::nn::Linear x_proj{nullptr}, x_proj_b{nullptr}, dt_proj{nullptr}, dt_proj_b{nullptr};
   at::Tensor A_log, A_b_log, D, D_b;  // NOLINT: upstream names
-  // Decoding on CPUs with int8 matrix products (models/int8_encoder.h sets them): when set,
-  // forward() computes in_proj / out_proj with these instead of the float layers (an input error
-  // in training mode). forward_time_major, the CUDA formulation, ignores them.
-  std::shared_ptr<const QuantizedLinear> in_proj_int8, out_proj_int8;
 
  private:
   // One direction's scan inputs from x: (B, d_inner, T); reverse = anti-causal conv (the scan

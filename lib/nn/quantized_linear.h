@@ -7,8 +7,8 @@
 // FBGEMM, which Debian's LibTorch 1.13 is built without, and it is deprecated in 2.x.)
 //
 // Int8Linear is the module that takes a Linear's place in a Sequential (the feed-forwards, the
-// convolution module's layers); nn::MambaImpl takes QuantizedLinear directly for its in_proj and
-// out_proj. models/int8_encoder.h swaps them into a ConMamba encoder.
+// convolution module's layers); nn::MambaImpl's in_proj and out_proj are OptionalInt8Linear.
+// models/int8_encoder.h swaps them into a ConMamba encoder.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -16,14 +16,12 @@
 #include <c10/core/QEngine.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include <memory>
 #include <string>
 #include <vector>
-
-namespace torch::nn {
-class LinearImpl;
-}
 
 namespace masr::nn {
 
@@ -77,6 +75,19 @@ class QuantizedLinear {
   at::Tensor scales_, bias_, row_sums_;  // row_sums_: sum_j weight[i, j] (float, out)
   Int8Engine engine_;
   int64_t in_features_ = 0, out_features_ = 0;
+};
+
+// A Linear layer that may also hold an int8 copy of itself (decoding on CPUs: int8_encoder.h).
+// The float layer is what the owner registers, so parameter names and counts do not change;
+// -> reaches it (its weight, bias and float forward).
+struct OptionalInt8Linear {
+  torch::nn::Linear linear{nullptr};
+  std::shared_ptr<const QuantizedLinear> int8;  // null: float only
+
+  // x (..., in) -> (..., out): the int8 copy when there is one, else the float layer.
+  at::Tensor forward(const at::Tensor& x) { return int8 ? int8->forward(x) : linear->forward(x); }
+  torch::nn::LinearImpl* operator->() { return linear.get(); }
+  const torch::nn::LinearImpl* operator->() const { return linear.get(); }
 };
 
 // A Linear layer, or a pointwise (kernel 1) Conv1d, as a QuantizedLinear, for a Sequential.

@@ -27,22 +27,32 @@ MASR_ALWAYS_INLINE int32_t float_to_bits(float value) {
   return bits;
 }
 
-// exp(x) = 2^k * e^r with k = round(x / ln 2) and |r| <= ln 2 / 2; degree-6 polynomial for e^r
-// (Cephes expf coefficients), about 2 ulp. Inputs below -87.3 give ~1e-38 instead of a denormal.
-MASR_ALWAYS_INLINE float exp(float x) {
-  x = x < -87.3f ? -87.3f : x;
-  x = x > 88.3f ? 88.3f : x;
+// exp(x) = 2^k * e^r with k = round(x / ln 2) and |r| <= ln 2 / 2: returns the degree-6
+// polynomial for e^r (Cephes expf coefficients) and sets k (an integer in float). V is float or
+// a GCC vector of floats (selective_scan_cpu_n16.h): the same operations, lane by lane. Inputs
+// are clamped to [-87.3, 88.3], so that below -87.3 exp gives ~1e-38 instead of a denormal.
+template <typename V>
+MASR_ALWAYS_INLINE V exp_reduced(V x, V& k) {
+  const V lo = V{} - 87.3f, hi = V{} + 88.3f;
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
   // Round to nearest by adding 1.5 * 2^23: no call to a rounding function, so it vectorizes.
-  const float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = x - k * 0.693359375f;
+  k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  V r = x - k * 0.693359375f;
   r = r - k * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
+  V p = V{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  return p * r * r + r + 1.0f;
+}
+
+// e^x to about 2 ulp: exp_reduced's polynomial times 2^k.
+MASR_ALWAYS_INLINE float exp(float x) {
+  float k;
+  const float p = exp_reduced(x, k);
   return p * bits_to_float((static_cast<int32_t>(k) + 127) << 23);
 }
 

@@ -122,9 +122,9 @@ cpu::ScanInputs<T> kernel_inputs(const Prepared& p, bool softplus, bool reverse)
   in.u = p.u.data_ptr<T>();
   in.delta = p.delta.data_ptr<T>();
   in.A = p.A.data_ptr<T>();
-  in.Bt = p.Bt.data_ptr<T>();
-  in.Ct = p.Ct.data_ptr<T>();
-  in.Dskip = ptr_or_null<T>(p.D);
+  in.B = p.Bt.data_ptr<T>();
+  in.C = p.Ct.data_ptr<T>();
+  in.D = ptr_or_null<T>(p.D);
   in.z = ptr_or_null<T>(p.z);
   in.bias = ptr_or_null<T>(p.bias);
   in.lengths = p.lengths.data_ptr<int64_t>();

@@ -70,9 +70,9 @@ MASR_ALWAYS_INLINE void forward_rows(const ScanInputs<T>& in, T* out, int64_t be
     T* y = out + row * L;
     row_delta(in, in.delta + row * L, in.bias ? in.bias[d] : T(0), len, dt);
     const T* A = in.A + d * N;
-    const T* Bb = in.Bt + b * L * N;
-    const T* Cb = in.Ct + b * L * N;
-    const T skip = in.Dskip ? in.Dskip[d] : T(0);
+    const T* Bb = in.B + b * L * N;
+    const T* Cb = in.C + b * L * N;
+    const T skip = in.D ? in.D[d] : T(0);
     if constexpr (kN == 16 && std::is_same_v<T, float>) {
       n16::forward_row(u, dt, A, Bb, Cb, skip, len, in.reverse, y);
     } else {
@@ -122,17 +122,17 @@ MASR_ALWAYS_INLINE void backward_recompute(const ScanInputs<T>& in, const ScanGr
   const int64_t b = row / in.channels, d = row % in.channels;
   const T* u = in.u + row * L;
   const T* A = in.A + d * N;
-  const T skip = in.Dskip ? in.Dskip[d] : T(0);
+  const T skip = in.D ? in.D[d] : T(0);
   if constexpr (kN == 16 && std::is_same_v<T, float>) {
-    n16::recompute_row(u, s.dt, A, in.Bt + b * L * 16, in.Ct + b * L * 16, skip, len, in.reverse,
+    n16::recompute_row(u, s.dt, A, in.B + b * L * 16, in.C + b * L * 16, skip, len, in.reverse,
                        s.y, s.H, s.decay);
   } else {
     for (int64_t n = 0; n < N; ++n) s.H[n] = T(0);
     for (int64_t step = 0; step < len; ++step) {
       const int64_t t = in.reverse ? len - 1 - step : step;
       const T dt_t = s.dt[t], dtu = dt_t * u[t];
-      const T* Bn = in.Bt + (b * L + t) * N;
-      const T* Cn = in.Ct + (b * L + t) * N;
+      const T* Bn = in.B + (b * L + t) * N;
+      const T* Cn = in.C + (b * L + t) * N;
       const T* hp = s.H + step * N;
       T* hc = s.H + (step + 1) * N;
       T* a = s.decay + step * N;
@@ -173,11 +173,11 @@ MASR_ALWAYS_INLINE void backward_adjoint(const ScanInputs<T>& in, const ScanGrad
   const int64_t b = row / in.channels, d = row % in.channels;
   const T* u = in.u + row * L;
   const T* A = in.A + d * N;
-  const T skip = in.Dskip ? in.Dskip[d] : T(0);
+  const T skip = in.D ? in.D[d] : T(0);
   T* du = gr.du + row * L;
   T* ddelta = gr.ddelta + row * L;
   if constexpr (kN == 16 && std::is_same_v<T, float>) {
-    n16::adjoint_row(u, s.dt, s.dy, A, in.Bt + b * L * 16, in.Ct + b * L * 16, skip, len,
+    n16::adjoint_row(u, s.dt, s.dy, A, in.B + b * L * 16, in.C + b * L * 16, skip, len,
                      in.reverse, s.H, s.decay, dBt + b * L * 16, dCt + b * L * 16, du, ddelta,
                      gr.dA_rows + row * 16, gr.dD_rows + row);
     return;
@@ -187,8 +187,8 @@ MASR_ALWAYS_INLINE void backward_adjoint(const ScanInputs<T>& in, const ScanGrad
   for (int64_t step = len - 1; step >= 0; --step) {
     const int64_t t = in.reverse ? len - 1 - step : step;
     const T dt_t = s.dt[t], dy = s.dy[t], dtu = dt_t * u[t];
-    const T* Bn = in.Bt + (b * L + t) * N;
-    const T* Cn = in.Ct + (b * L + t) * N;
+    const T* Bn = in.B + (b * L + t) * N;
+    const T* Cn = in.C + (b * L + t) * N;
     T* dBn = dBt + (b * L + t) * N;
     T* dCn = dCt + (b * L + t) * N;
     const T* hp = s.H + step * N;

@@ -5,29 +5,16 @@
 
 #include <cstdint>
 
+#include "ops/scan_params.h"
+
 namespace masr::ops::cpu {
 
-// Every buffer is contiguous and in the compute type T (float or double):
-//   u, delta, z: (batch, channels, time)    A: (channels, state)
-//   Bt, Ct: (batch, time, state): time-major, i.e. the public (batch, state, time) transposed,
-//           so that one frame's state vector is contiguous for the inner loop
-//   Dskip, bias: (channels)                 lengths: (batch), each in [0, time]
-// z, Dskip and bias may be null (absent).
+// Every buffer is contiguous and in the compute type T (float or double), shaped as
+// ScanBuffers states, with B and C time-major: (batch, time, state), i.e. the public
+// (batch, state, time) transposed, so that one frame's state vector is contiguous for the inner
+// loop.
 template <typename T>
-struct ScanInputs {
-  int64_t batch = 0, channels = 0, time = 0, state = 0;
-  const T* u = nullptr;
-  const T* delta = nullptr;
-  const T* A = nullptr;
-  const T* Bt = nullptr;
-  const T* Ct = nullptr;
-  const T* Dskip = nullptr;
-  const T* z = nullptr;
-  const T* bias = nullptr;
-  const int64_t* lengths = nullptr;
-  bool softplus = true;
-  bool reverse = false;
-};
+using ScanInputs = ScanBuffers<T, T>;
 
 // Gradient buffers, all fully written by scan_backward (frames >= lengths[b] get zeros).
 template <typename T>

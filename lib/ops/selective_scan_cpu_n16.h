@@ -41,19 +41,8 @@ MASR_ALWAYS_INLINE float sum(v16f v) {
 
 // fastmath::exp on 16 lanes (same polynomial, same clamping).
 MASR_ALWAYS_INLINE v16f exp(v16f x) {
-  const v16f lo = v16f{} - 87.3f, hi = v16f{} + 88.3f;
-  x = x < lo ? lo : x;
-  x = x > hi ? hi : x;
-  const v16f k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  v16f r = x - k * 0.693359375f;
-  r = r - k * -2.12194440e-4f;
-  v16f p = v16f{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  v16f k;
+  const v16f p = fastmath::exp_reduced(x, k);
   const v16i bits = (__builtin_convertvector(k, v16i) + 127) << 23;
   v16f scale;
   std::memcpy(&scale, &bits, sizeof(scale));

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "ops/scan_params.h"
+
 namespace masr::ops::cuda {
 
 enum class ScanDtype { kFloat32, kFloat16, kBFloat16 };
@@ -17,26 +19,13 @@ struct RowStrides {
   int64_t batch = 0, row = 0;
 };
 
-// Device pointers. u, delta, z: (batch, channels, time) in `dtype`; B, C: (batch, state, time)
-// in `dtype`, each with its RowStrides; A: (channels, state) float; D, bias: (channels) float,
-// contiguous; lengths: (batch) int64 in [0, time]. z, D and bias may be null. The output is
+// Device pointers, shaped as ScanBuffers states: u, delta, z, B, C in `dtype`, each at its
+// RowStrides (B, C: (batch, state, time)); A, D, bias float and contiguous. The output is
 // out_scale * y (BiMamba averages its two directions with out_scale = 0.5).
-struct ScanParams {
-  int64_t batch = 0, channels = 0, time = 0, state = 0;
+struct ScanParams : ScanBuffers<void, float> {
   ScanDtype dtype = ScanDtype::kFloat32;
-  const void* u = nullptr;
-  const void* delta = nullptr;
-  const void* B = nullptr;
-  const void* C = nullptr;
-  const void* z = nullptr;
-  const float* A = nullptr;
-  const float* D = nullptr;
-  const float* bias = nullptr;
-  const int64_t* lengths = nullptr;
   RowStrides u_s, delta_s, z_s, B_s, C_s;
   float out_scale = 1.f;
-  bool softplus = true;
-  bool reverse = false;
 };
 
 // out: (batch, channels, time) in dtype at out_s. checkpoints: null (inference) or

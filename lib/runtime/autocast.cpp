@@ -26,10 +26,10 @@ void set_cuda_autocast_enabled(bool on) { at::autocast::set_enabled(on); }
 
 }  // namespace
 
-AutocastGuard::AutocastGuard(const at::Device& device, const std::string& precision) {
-  if (!device.is_cuda() || precision == "fp32") return;
+AutocastGuard::AutocastGuard(const at::Device& device, Precision precision) {
+  if (!device.is_cuda() || !is_mixed(precision)) return;
   previous_enabled_ = cuda_autocast_enabled();
-  set_cuda_autocast(true, precision == "fp16" ? at::kHalf : at::kBFloat16);
+  set_cuda_autocast(true, precision == Precision::kFp16 ? at::kHalf : at::kBFloat16);
   active_ = true;
 }
 

@@ -3,16 +3,16 @@
 // on CPU, where the recipes' `precision` falls back to fp32.
 #pragma once
 
-#include <string>
-
 #include <ATen/core/TensorBody.h>
+
+#include "runtime/precision.h"
 
 namespace masr::runtime {
 
 class AutocastGuard {
  public:
-  // precision: fp32 | bf16 | fp16. Only enables autocast for a CUDA device and bf16/fp16.
-  AutocastGuard(const at::Device& device, const std::string& precision);
+  // Only enables autocast for a CUDA device and bf16/fp16.
+  AutocastGuard(const at::Device& device, Precision precision);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;

@@ -10,6 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/device.h"
+#include "runtime/precision.h"
+
 namespace masr::runtime {
 
 struct BenchSettings {
@@ -21,8 +24,8 @@ struct BenchSettings {
   std::vector<int64_t> batches;
   double seconds = 4.0;
   double tokens_per_second = 0.0;  // train-step transcripts (0: LibriSpeech-like, StepSpec)
-  std::string device = "cpu";
-  std::string precision = "fp32";
+  DeviceChoice device = DeviceChoice::cpu();  // resolved
+  Precision precision = Precision::kFp32;
   // train-step: time the step's phases (train/step_profile.h) over the timed repetitions; the
   // table goes to stderr and each phase's median into the result's metrics (profile.<phase>_ms).
   bool profile = false;

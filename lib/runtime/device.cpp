@@ -3,6 +3,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <c10/core/Device.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -84,6 +85,20 @@ DeviceChoice resolve_device(const DeviceChoice& choice) {
     throw Error(ErrorKind::kUsage, "--device mps: Metal (MPS) is not available in this build");
   }
   return d;
+}
+
+c10::Device torch_device(const DeviceChoice& choice) {
+  switch (choice.type) {
+    case DeviceChoice::Type::kCpu:
+      return c10::Device(c10::kCPU);
+    case DeviceChoice::Type::kMps:
+      return c10::Device(c10::kMPS);
+    case DeviceChoice::Type::kCuda:
+      return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(choice.index));
+    case DeviceChoice::Type::kAuto:
+      break;
+  }
+  throw Error(ErrorKind::kInternal, "device 'auto' was not resolved before use");
 }
 
 void apply_threads(int threads) {

@@ -1,17 +1,30 @@
 // lib/runtime/device.h
 // Choosing where to compute: parsing `--device auto|cpu|cuda[:N]|mps`, checking it exists,
-// and applying `--threads`. Kept free of LibTorch types so the CLI can include it cheaply.
+// and applying `--threads`. Kept free of LibTorch headers so the CLI can include it cheaply.
 #pragma once
 
 #include <string>
 
+namespace c10 {
+struct Device;
+}
+
 namespace masr::runtime {
 
+// A device as the user names it (`auto` included) or, once resolved, the one to compute on.
 struct DeviceChoice {
   enum class Type { kAuto, kCpu, kCuda, kMps };
   Type type = Type::kAuto;
   int index = -1;           // CUDA device index; -1 means the default (0)
   std::string str() const;  // "auto", "cpu", "cuda:1", "mps"
+  bool is_cpu() const { return type == Type::kCpu; }
+  bool is_cuda() const { return type == Type::kCuda; }
+  bool operator==(const DeviceChoice& other) const {
+    return type == other.type && index == other.index;
+  }
+  bool operator!=(const DeviceChoice& other) const { return !(*this == other); }
+
+  static DeviceChoice cpu() { return {Type::kCpu, -1}; }
 };
 
 // Parses a --device value; a malformed one is a usage error that lists the accepted forms.
@@ -20,6 +33,10 @@ DeviceChoice parse_device(const std::string& text);
 // Resolves `auto` (CUDA if present, then MPS, then CPU) and checks the device exists; an absent
 // CUDA device or index is an error naming what is available.
 DeviceChoice resolve_device(const DeviceChoice& choice);
+
+// The LibTorch device of a resolved choice (a CUDA choice without an index is the current CUDA
+// device); `auto` is an internal error: resolve it first.
+c10::Device torch_device(const DeviceChoice& choice);
 
 // Sets LibTorch's intra-op thread count (and inter-op to min(2, n)); 0 keeps the default.
 void apply_threads(int threads);

@@ -16,14 +16,10 @@
 namespace masr::runtime {
 namespace {
 
-bool is_cuda(const std::string& device) { return device.rfind("cuda", 0) == 0; }
-
 #ifdef MASR_WITH_CUDA
 // LibTorch 2.x takes a c10::DeviceIndex (int8_t) where 1.13 took an int; both accept this.
-c10::DeviceIndex cuda_index(const std::string& device) {
-  const size_t colon = device.find(':');
-  return static_cast<c10::DeviceIndex>(
-      colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1)));
+c10::DeviceIndex cuda_index(const DeviceChoice& device) {
+  return static_cast<c10::DeviceIndex>(device.index < 0 ? 0 : device.index);
 }
 #endif
 
@@ -43,8 +39,8 @@ int64_t read_vm_hwm() {
 
 }  // namespace
 
-void reset_peak_memory(const std::string& device) {
-  if (is_cuda(device)) {
+void reset_peak_memory(const DeviceChoice& device) {
+  if (device.is_cuda()) {
 #ifdef MASR_WITH_CUDA
     c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device));
 #endif
@@ -55,8 +51,8 @@ void reset_peak_memory(const std::string& device) {
   if (clear) clear << "5";
 }
 
-int64_t peak_memory(const std::string& device) {
-  if (is_cuda(device)) {
+int64_t peak_memory(const DeviceChoice& device) {
+  if (device.is_cuda()) {
 #ifdef MASR_WITH_CUDA
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_index(device));
     return stats.allocated_bytes[0].peak;  // index 0: the aggregate over pool types
@@ -67,13 +63,13 @@ int64_t peak_memory(const std::string& device) {
   return read_vm_hwm();
 }
 
-const char* peak_memory_kind(const std::string& device) {
-  return is_cuda(device) ? "CUDA max allocated" : "RSS";
+const char* peak_memory_kind(const DeviceChoice& device) {
+  return device.is_cuda() ? "CUDA max allocated" : "RSS";
 }
 
-void synchronize_device(const std::string& device) {
+void synchronize_device(const DeviceChoice& device) {
 #ifdef MASR_WITH_CUDA
-  if (is_cuda(device)) cudaDeviceSynchronize();
+  if (device.is_cuda()) cudaDeviceSynchronize();
 #else
   (void)device;
 #endif

@@ -6,18 +6,20 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/device.h"
+
 namespace masr::runtime {
 
-// Starts a region on `device` ("cpu", "cuda:N", ...): resets the peak counter.
-void reset_peak_memory(const std::string& device);
+// Starts a region on `device` (resolved): resets the peak counter.
+void reset_peak_memory(const DeviceChoice& device);
 // The peak since the last reset in bytes: RSS high-water mark on the CPU (0 where /proc is
 // absent), CUDA max allocated on a GPU.
-int64_t peak_memory(const std::string& device);
+int64_t peak_memory(const DeviceChoice& device);
 // "RSS" or "CUDA max allocated", for reports.
-const char* peak_memory_kind(const std::string& device);
+const char* peak_memory_kind(const DeviceChoice& device);
 
 // Waits for the device's queued work (CUDA) so that wall-clock timings are complete.
-void synchronize_device(const std::string& device);
+void synchronize_device(const DeviceChoice& device);
 // Applies a profile's CUDA process settings (TF32 matmul, cudnn benchmark); no-op on CPU builds.
 void apply_cuda_settings(bool tf32, bool cudnn_benchmark);
 // True when `what` is an out-of-memory error from LibTorch or the allocator.

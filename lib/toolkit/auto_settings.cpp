@@ -40,8 +40,8 @@ std::string number(double v) {
 // Looks up the plan measured by `bench --tune` with default constraints (any thread list and
 // batch list given to --tune makes a different signature, so those plans are only reused by tune).
 std::optional<RuntimePlan> cached_plan(const runtime::MachineInfo& machine,
-                                       const std::string& device, const std::string& hparams_hash,
-                                       std::string* path) {
+                                       const runtime::DeviceChoice& device,
+                                       const std::string& hparams_hash, std::string* path) {
   const PlanSignature s =
       plan_signature(machine, device, hparams_hash, nlohmann::json{{"seconds", 4.0}});
   *path = plan_path(s);
@@ -69,7 +69,7 @@ std::vector<std::string> auto_keys(const std::string& hparams_file, const Overri
 }
 
 std::string profile_value(const RuntimeProfile& p, const std::string& key) {
-  if (key == "precision") return p.precision;
+  if (key == "precision") return runtime::precision_name(p.precision);
   if (key == "batch_size") return number(p.batch_size);
   if (key == "grad_accumulation_factor") return number(p.grad_accumulation_factor);
   if (key == "num_workers") return number(p.num_workers);
@@ -87,7 +87,7 @@ std::string profile_value(const RuntimeProfile& p, const std::string& key) {
 hparams::Hparams load_hparams_for_runtime(const std::string& hparams_file,
                                           const Overrides& overrides,
                                           const runtime::MachineInfo& machine,
-                                          const std::string& device) {
+                                          const runtime::DeviceChoice& device) {
   hparams::LoadOptions load;
   load.placeholder_value = "unused";
   load.overrides = overrides;
@@ -99,7 +99,7 @@ hparams::Hparams load_hparams_for_runtime(const std::string& hparams_file,
 }
 
 AutoResolution resolve_auto(const std::string& hparams_file, const Overrides& overrides,
-                            const std::string& device, bool threads_auto) {
+                            const runtime::DeviceChoice& device, bool threads_auto) {
   AutoResolution r;
   std::vector<std::string> keys = auto_keys(hparams_file, overrides);
   if (threads_auto && std::find(keys.begin(), keys.end(), "threads") == keys.end()) {
@@ -133,7 +133,7 @@ AutoResolution resolve_auto(const std::string& hparams_file, const Overrides& ov
   return r;
 }
 
-int auto_decode_threads(const std::string& model_hparams_yaml, const std::string& device,
+int auto_decode_threads(const std::string& model_hparams_yaml, const runtime::DeviceChoice& device,
                         std::string* source) {
   const runtime::MachineInfo machine = runtime::detect_machine();
   std::string path;

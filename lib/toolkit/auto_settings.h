@@ -37,18 +37,18 @@ struct AutoResolution {
 // Resolves the auto keys of `hparams_file` for `device` (resolved). Explicit values are left
 // alone. No auto key: returns an empty resolution without loading anything.
 AutoResolution resolve_auto(const std::string& hparams_file, const Overrides& overrides,
-                            const std::string& device, bool threads_auto = false);
+                            const runtime::DeviceChoice& device, bool threads_auto = false);
 
 // The hparams loaded for runtime tools: data paths may be placeholders and auto keys are given
 // the profile's values so that the file resolves.
 hparams::Hparams load_hparams_for_runtime(const std::string& hparams_file,
                                           const Overrides& overrides,
                                           const runtime::MachineInfo& machine,
-                                          const std::string& device);
+                                          const runtime::DeviceChoice& device);
 
 // The threads for decoding `model_hparams_yaml` (AsrModel::hparams_yaml) on `device`: the cached
 // plan's decode threads when a plan for this model exists, else the profile's; `source` says which.
-int auto_decode_threads(const std::string& model_hparams_yaml, const std::string& device,
+int auto_decode_threads(const std::string& model_hparams_yaml, const runtime::DeviceChoice& device,
                         std::string* source);
 
 }  // namespace masr::toolkit

@@ -135,7 +135,9 @@ std::vector<runtime::BenchResult> run_decode_files(const runtime::BenchSettings&
     options.batching = Batching{static_cast<int>(batch), settings.batch_seconds};
     const Batching& batching = options.batching;
     std::string name = "decode-files/" + search + "/" +
-                       (recognizer->model().device().is_cuda() ? settings.precision : "fp32") +
+                       runtime::precision_name(recognizer->model().device().is_cuda()
+                                                   ? settings.precision
+                                                   : runtime::Precision::kFp32) +
                        "/b" + std::to_string(batch);
     if (settings.batch_seconds > 0)
       name += "/" + std::to_string(static_cast<int64_t>(settings.batch_seconds)) + "s";
@@ -166,7 +168,7 @@ std::vector<runtime::BenchResult> run_decode_files(const runtime::BenchSettings&
     r.metrics.push_back({"batches", static_cast<double>(batches.size())});
     r.metrics.push_back({"padding_efficiency", probe.seconds * recognizer->sample_rate() / padded});
     r.note = std::to_string(rows.size()) + " files, " + std::to_string(probe.seconds) +
-             " s of audio, " + settings.device + ", batch " + std::to_string(batch) +
+             " s of audio, " + settings.device.str() + ", batch " + std::to_string(batch) +
              "; each repetition reads and resamples every file (" +
              std::to_string(std::min(16u, std::max(1u, std::thread::hardware_concurrency()))) +
              " threads) while decoding the batches already read; " + std::to_string(words) +
@@ -197,7 +199,7 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
     throw Error(ErrorKind::kUsage, "bench s2s-decode-rtf: " + asr_file +
                                        " has no attention decoder; give an S2S model's hparams");
   }
-  if (settings.device != "cpu") model->to(c10::Device(settings.device));
+  if (!settings.device.is_cpu()) model->to(runtime::torch_device(settings.device));
   const int rate = model->fbank().config().sample_rate;
   toolkit::prime_for_evaluation(*model, rate);
   std::vector<std::string> pieces;
@@ -219,7 +221,8 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
   const std::unique_ptr<Recognizer> without_lm = Recognizer::from_model(model, rc, pieces);
   const std::unique_ptr<Recognizer> with_lm = Recognizer::from_model(model, rc, pieces);
   with_lm->use_lm(lm, lm_file);  // weight 0.6
-  const std::string precision = model->device().is_cuda() ? settings.precision : "fp32";
+  const std::string precision = runtime::precision_name(
+      model->device().is_cuda() ? settings.precision : runtime::Precision::kFp32);
 
   std::vector<runtime::BenchResult> results;
   torch::manual_seed(0);

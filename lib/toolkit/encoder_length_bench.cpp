@@ -79,7 +79,7 @@ int64_t encoder_parameters(const hparams::Hparams& hp, const models::Transformer
   return n;
 }
 
-Encoder build_encoder(const EncoderSpec& spec, const std::string& device) {
+Encoder build_encoder(const EncoderSpec& spec, const runtime::DeviceChoice& device) {
   hparams::LoadOptions options;
   options.placeholder_value = "unused";
   if (!spec.encoder_module.empty()) {
@@ -107,7 +107,7 @@ Encoder build_encoder(const EncoderSpec& spec, const std::string& device) {
             std::to_string(c.d_model) + ", d_ffn " + std::to_string(c.d_ffn) + ", " +
             fmt("%.2f", static_cast<double>(e.params) / 1e6) + " M params";
   e.model->eval();
-  if (device != "cpu") e.model->to(c10::Device(device));
+  if (!device.is_cpu()) e.model->to(runtime::torch_device(device));
   // One short forward first, so that one-time costs (thread pools, kernel set-up) count in no
   // length's time or memory.
   c10::InferenceMode inference;
@@ -168,7 +168,7 @@ runtime::BenchResult base_result(const Encoder& e, double length_s,
   r.name = "encoder/" + e.name + "/" + length_text(length_s) + "s";
   r.work = length_s;
   r.work_unit = "audio-s";
-  r.note = e.label + "; " + settings.device + ", batch 1, " +
+  r.note = e.label + "; " + settings.device.str() + ", batch 1, " +
            std::to_string(at::get_num_threads()) + " threads, inference mode";
   r.metrics = {{"length_s", length_s}, {"params", static_cast<double>(e.params)}};
   return r;
@@ -202,7 +202,7 @@ std::string reason_to_skip(const Encoder& e, const History& h, double length_s, 
                            const runtime::BenchSettings& settings, double& estimated_bytes) {
   estimated_bytes = estimate_peak(e, h, frames);
   const double available =
-      settings.device == "cpu" ? static_cast<double>(runtime::memory_available_bytes()) : 0.0;
+      settings.device.is_cpu() ? static_cast<double>(runtime::memory_available_bytes()) : 0.0;
   if (available > 0 && estimated_bytes > kMemoryHeadroom * available) {
     return "estimated peak " + fmt("%.1f GiB", estimated_bytes / kGiB) + " > " +
            fmt("%.0f", kMemoryHeadroom * 100) + " % of " + fmt("%.1f GiB", available / kGiB) +
@@ -291,7 +291,7 @@ std::vector<runtime::BenchResult> run_encoder_lengths(const runtime::BenchSettin
   const EncoderSweep sweep = run_encoder_sweep(parse_encoder_specs(settings.hparams), settings);
   if (!settings.svg.empty()) {
     std::ostringstream subtitle;
-    subtitle << "batch 1, " << settings.device << ", " << at::get_num_threads()
+    subtitle << "batch 1, " << settings.device.str() << ", " << at::get_num_threads()
              << " threads; median of up to " << settings.repeat
              << " forwards (p10-p90 whiskers); memory: " << sweep.memory_kind;
     std::ofstream out(settings.svg);
@@ -344,7 +344,7 @@ EncoderSweep run_encoder_sweep(const std::vector<EncoderSpec>& encoders,
   if (settings.repeat < 1) throw_input_error("bench: --repeat must be at least 1");
   const std::vector<double> lengths = sorted_lengths(settings.lengths);
   EncoderSweep sweep;
-  const bool cuda = settings.device.rfind("cuda", 0) == 0;
+  const bool cuda = settings.device.is_cuda();
   sweep.memory_kind = cuda ? "peak CUDA allocated growth" : "peak RSS growth";
   std::vector<std::string> names;
   for (const EncoderSpec& spec : encoders) {

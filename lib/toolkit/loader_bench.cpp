@@ -17,6 +17,7 @@
 #include "audio/speed_perturb.h"
 #include "core/error.h"
 #include "core/remove_tree.h"
+#include "core/string_printf.h"
 #include "data/batch.h"
 #include "data/loader.h"
 #include "data/manifest.h"
@@ -169,13 +170,11 @@ std::vector<runtime::BenchResult> run_loader_on_files(const runtime::BenchSettin
     });
     r.work = manifest.total_duration();
     r.work_unit = "audio-s";
-    char note[200];
-    std::snprintf(note, sizeof(note),
-                  "%zu files (%.0f s), %zu batches of <= %.0f s, read + 16 kHz + speed "
-                  "95/100/105 + padding, %lld workers",
-                  manifest.size(), manifest.total_duration(), sampler.size(),
-                  batching.max_batch_length, static_cast<long long>(workers));
-    r.note = note;
+    r.note = string_printf(
+        "%zu files (%.0f s), %zu batches of <= %.0f s, read + 16 kHz + speed 95/100/105 + "
+        "padding, %lld workers",
+        manifest.size(), manifest.total_duration(), sampler.size(), batching.max_batch_length,
+        static_cast<long long>(workers));
     r.metrics.emplace_back("audio_s_per_s_per_worker",
                            r.throughput() / static_cast<double>(workers));
     results.push_back(std::move(r));
@@ -210,13 +209,10 @@ std::vector<runtime::BenchResult> run_loader_benchmark(const runtime::BenchSetti
                               [&] { (void)one_epoch(manifest, sampler, workers, fbank, perturb); });
     r.work = manifest.total_duration();
     r.work_unit = "audio-s";
-    char note[200];
-    std::snprintf(note, sizeof(note),
-                  "%zu WAVs at 16/22.05/44.1 kHz (%.1f s), %zu batches of <= 12 s, speed "
-                  "95/100/105, Fbank 80 mels, %d intra-op threads",
-                  manifest.size(), manifest.total_duration(), sampler.size(),
-                  at::get_num_threads());
-    r.note = note;
+    r.note = string_printf(
+        "%zu WAVs at 16/22.05/44.1 kHz (%.1f s), %zu batches of <= 12 s, speed 95/100/105, "
+        "Fbank 80 mels, %d intra-op threads",
+        manifest.size(), manifest.total_duration(), sampler.size(), at::get_num_threads());
     results.push_back(std::move(r));
   }
   return results;

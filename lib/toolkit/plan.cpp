@@ -20,11 +20,10 @@ namespace fs = std::filesystem;
 namespace masr::toolkit {
 namespace {
 
-nlohmann::json device_fields(const runtime::MachineInfo& m, const std::string& device) {
-  nlohmann::json d = {{"device", device}};
-  if (device.rfind("cuda", 0) == 0) {
-    const size_t colon = device.find(':');
-    const int index = colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
+nlohmann::json device_fields(const runtime::MachineInfo& m, const runtime::DeviceChoice& device) {
+  nlohmann::json d = {{"device", device.str()}};
+  if (device.is_cuda()) {
+    const int index = device.index < 0 ? 0 : device.index;
     for (const auto& c : m.cuda) {
       if (c.index != index) continue;
       d["gpu"] = c.name;
@@ -56,8 +55,9 @@ std::string utc_now() {
 
 }  // namespace
 
-PlanSignature plan_signature(const runtime::MachineInfo& machine, const std::string& device,
-                             const std::string& hparams_hash, const nlohmann::json& constraints) {
+PlanSignature plan_signature(const runtime::MachineInfo& machine,
+                             const runtime::DeviceChoice& device, const std::string& hparams_hash,
+                             const nlohmann::json& constraints) {
   PlanSignature s;
   s.fields = {{"device", device_fields(machine, device)},
               {"hparams_hash", hparams_hash},

@@ -21,8 +21,8 @@ struct PlanSignature {
 
 // `constraints` are explicit settings the plan was measured under (e.g. a fixed thread list); a
 // plan measured under other constraints is a different plan.
-PlanSignature plan_signature(const runtime::MachineInfo& machine, const std::string& device,
-                             const std::string& hparams_hash,
+PlanSignature plan_signature(const runtime::MachineInfo& machine,
+                             const runtime::DeviceChoice& device, const std::string& hparams_hash,
                              const nlohmann::json& constraints = nlohmann::json::object());
 
 struct RuntimePlan {

@@ -27,7 +27,7 @@ std::string fmt(const char* format, double a, double b = 0, double c = 0) {
 void cpu_profile(const runtime::MachineInfo& m, RuntimeProfile& p) {
   const int cores =
       std::max(1, m.cpu.physical_cores > 0 ? m.cpu.physical_cores : m.cpu.logical_cores);
-  p.precision = "fp32";
+  p.precision = runtime::Precision::kFp32;
   p.batch_size = 4, p.grad_accumulation_factor = 16, p.max_grad_norm = 1.0;
   p.dynamic_batching = false;
   p.max_batch_length_train = 200, p.max_batch_length_val = 50, p.num_bucket = 50;
@@ -44,7 +44,9 @@ void cpu_profile(const runtime::MachineInfo& m, RuntimeProfile& p) {
 }
 
 void cuda_profile(const runtime::CudaDeviceInfo& d, int cores, RuntimeProfile& p) {
-  p.precision = d.bf16 ? "bf16" : d.fp16 ? "fp16" : "fp32";
+  p.precision = d.bf16   ? runtime::Precision::kBf16
+                : d.fp16 ? runtime::Precision::kFp16
+                         : runtime::Precision::kFp32;
   const double gib = static_cast<double>(d.memory_total_bytes) / kGiB;
   // The guide's scaling by GPU memory, keeping the effective batch.
   if (gib < 16) {
@@ -63,16 +65,17 @@ void cuda_profile(const runtime::CudaDeviceInfo& d, int cores, RuntimeProfile& p
   p.inter_op_threads = std::min(2, p.intra_op_threads);
   p.tf32 = d.tf32, p.cudnn_benchmark = true, p.cuda_alloc_conf = "max_split_size_mb:128";
   p.memory_budget_bytes = static_cast<int64_t>(0.8 * static_cast<double>(d.memory_free_bytes));
-  p.reasons.push_back(std::string("precision: ") + p.precision + " (compute capability " +
-                      std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor) +
-                      ")");
+  p.reasons.push_back(std::string("precision: ") + runtime::precision_name(p.precision) +
+                      " (compute capability " + std::to_string(d.compute_major) + "." +
+                      std::to_string(d.compute_minor) + ")");
   p.reasons.push_back(fmt("batch %.0f x accumulation %.0f for %.0f GiB of GPU memory", p.batch_size,
                           p.grad_accumulation_factor, gib));
   p.reasons.push_back(fmt("memory budget: 80%% of the %.1f GiB free", d.memory_free_bytes / kGiB));
 }
 
 void mps_profile(const runtime::MachineInfo& m, RuntimeProfile& p) {
-  p.precision = "fp32", p.batch_size = 8, p.grad_accumulation_factor = 8, p.max_grad_norm = 2.0;
+  p.precision = runtime::Precision::kFp32;
+  p.batch_size = 8, p.grad_accumulation_factor = 8, p.max_grad_norm = 2.0;
   p.num_workers = 4, p.dynamic_batching = true;
   p.max_batch_length_train = 400, p.max_batch_length_val = 50, p.num_bucket = 100;
   p.intra_op_threads = std::min(std::max(1, m.cpu.logical_cores), 8);
@@ -111,17 +114,16 @@ void fit_model(const ModelFacts& model, RuntimeProfile& p) {
 
 }  // namespace
 
-RuntimeProfile derive_profile(const runtime::MachineInfo& machine, const std::string& device,
-                              const ModelFacts* model) {
+RuntimeProfile derive_profile(const runtime::MachineInfo& machine,
+                              const runtime::DeviceChoice& device, const ModelFacts* model) {
   RuntimeProfile p;
   p.device = device;
-  if (device.rfind("cuda", 0) == 0) {
-    const size_t colon = device.find(':');
-    const int index = colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
+  if (device.is_cuda()) {
+    const int index = device.index < 0 ? 0 : device.index;
     for (const auto& d : machine.cuda) {
       if (d.index == index) cuda_profile(d, machine.cpu.logical_cores, p);
     }
-  } else if (device == "mps") {
+  } else if (device.type == runtime::DeviceChoice::Type::kMps) {
     mps_profile(machine, p);
   } else {
     cpu_profile(machine, p);
@@ -131,8 +133,8 @@ RuntimeProfile derive_profile(const runtime::MachineInfo& machine, const std::st
 }
 
 nlohmann::json profile_to_json(const RuntimeProfile& p) {
-  return {{"device", p.device},
-          {"precision", p.precision},
+  return {{"device", p.device.str()},
+          {"precision", runtime::precision_name(p.precision)},
           {"batch_size", p.batch_size},
           {"grad_accumulation_factor", p.grad_accumulation_factor},
           {"effective_batch", p.effective_batch()},
@@ -154,8 +156,10 @@ nlohmann::json profile_to_json(const RuntimeProfile& p) {
 
 RuntimeProfile profile_from_json(const nlohmann::json& j) {
   RuntimeProfile p;
-  p.device = j.value("device", p.device);
-  p.precision = j.value("precision", p.precision);
+  p.device = runtime::parse_device(j.value("device", p.device.str()));
+  p.precision = runtime::parse_precision(
+      j.value("precision", std::string(runtime::precision_name(p.precision))), "profile: precision",
+      {runtime::Precision::kFp32, runtime::Precision::kBf16, runtime::Precision::kFp16});
   p.batch_size = j.value("batch_size", p.batch_size);
   p.grad_accumulation_factor = j.value("grad_accumulation_factor", p.grad_accumulation_factor);
   p.max_grad_norm = j.value("max_grad_norm", p.max_grad_norm);
@@ -183,8 +187,8 @@ std::string format_profile(const RuntimeProfile& p) {
     out << line;
   };
   auto num = [](double v) { return fmt("%g", v); };
-  row("device", p.device);
-  row("precision", p.precision);
+  row("device", p.device.str());
+  row("precision", runtime::precision_name(p.precision));
   row("batch_size", num(p.batch_size));
   row("grad_accumulation_factor",
       num(p.grad_accumulation_factor) + " (effective batch " + num(p.effective_batch()) + ")");
@@ -207,7 +211,7 @@ std::string format_profile(const RuntimeProfile& p) {
 
 std::string profile_to_override_yaml(const RuntimeProfile& p, const hparams::Hparams* hp) {
   std::ostringstream out;
-  out << "# mamba-asr runtime profile for " << p.device << "; pass back with\n"
+  out << "# mamba-asr runtime profile for " << p.device.str() << "; pass back with\n"
       << "#   mamba-asr train HPARAMS --overrides \"$(mamba-asr detect --hparams HPARAMS "
          "--yaml)\"\n";
   auto key = [&](const std::string& name, const std::string& value) {
@@ -215,7 +219,7 @@ std::string profile_to_override_yaml(const RuntimeProfile& p, const hparams::Hpa
     out << (live ? "" : "# (not in the hparams file) ") << name << ": " << value << "\n";
   };
   auto num = [](double v) { return fmt("%g", v); };
-  key("precision", p.precision);
+  key("precision", runtime::precision_name(p.precision));
   key("batch_size", num(p.batch_size));
   key("grad_accumulation_factor", num(p.grad_accumulation_factor));
   key("max_grad_norm", num(p.max_grad_norm));

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/device.h"
 #include "runtime/machine.h"
+#include "runtime/precision.h"
 #include "toolkit/model_facts.h"
 
 namespace masr::hparams {
@@ -20,8 +22,8 @@ class Hparams;
 namespace masr::toolkit {
 
 struct RuntimeProfile {
-  std::string device = "cpu";  // resolved: cpu | cuda:N | mps
-  std::string precision = "fp32";
+  runtime::DeviceChoice device = runtime::DeviceChoice::cpu();  // resolved: cpu | cuda:N | mps
+  runtime::Precision precision = runtime::Precision::kFp32;     // fp32 | bf16 | fp16
   int64_t batch_size = 4;
   int64_t grad_accumulation_factor = 16;  // batch_size * factor = the effective batch
   double max_grad_norm = 1.0;
@@ -42,13 +44,14 @@ struct RuntimeProfile {
   int64_t effective_batch() const { return batch_size * grad_accumulation_factor; }
 };
 
-// The profile for `device` (a resolved --device: "cpu", "cuda:N", "mps") on `machine`; with a
-// model, the batch length is capped so that its estimated training memory fits.
-RuntimeProfile derive_profile(const runtime::MachineInfo& machine, const std::string& device,
-                              const ModelFacts* model);
+// The profile for `device` (a resolved --device: cpu, cuda:N, mps) on `machine`; with a model,
+// the batch length is capped so that its estimated training memory fits.
+RuntimeProfile derive_profile(const runtime::MachineInfo& machine,
+                              const runtime::DeviceChoice& device, const ModelFacts* model);
 
 nlohmann::json profile_to_json(const RuntimeProfile& profile);
-RuntimeProfile profile_from_json(const nlohmann::json& j);  // missing fields keep defaults
+// Missing fields keep defaults; a device or precision that is none is an error.
+RuntimeProfile profile_from_json(const nlohmann::json& j);
 std::string format_profile(const RuntimeProfile& profile);  // a table for people
 
 // The profile as top-level hparams overrides for `mamba-asr train HPARAMS --overrides "..."`.

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <string>
 
+#include "core/string_printf.h"
 #include "ops/selective_scan.h"
 #include "ops/selective_scan_cpu.h"
 #include "runtime/benchmark.h"
@@ -70,13 +71,11 @@ runtime::BenchResult bench_shape(const ScanShape& s, bool backward,
   const int threads = at::get_num_threads();
   r.work = static_cast<double>(s.batch * s.channels * s.time * s.state);
   r.work_unit = "state-updates";
-  char note[256];
-  std::snprintf(note, sizeof(note),
-                "B=%lld D=%lld L=%lld N=%lld fp32 %s, %d thread(s): %.3f G/s/core, cpu/wall %.2f",
-                static_cast<long long>(s.batch), static_cast<long long>(s.channels),
-                static_cast<long long>(s.time), static_cast<long long>(s.state), cpu::scan_isa(),
-                threads, r.throughput() / 1e9 / threads, wall > 0 ? cpu / wall : 0.0);
-  r.note = note;
+  r.note = string_printf(
+      "B=%lld D=%lld L=%lld N=%lld fp32 %s, %d thread(s): %.3f G/s/core, cpu/wall %.2f",
+      static_cast<long long>(s.batch), static_cast<long long>(s.channels),
+      static_cast<long long>(s.time), static_cast<long long>(s.state), cpu::scan_isa(), threads,
+      r.throughput() / 1e9 / threads, wall > 0 ? cpu / wall : 0.0);
   return r;
 }
 

@@ -18,6 +18,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/string_printf.h"
 #include "features/augment/interface.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
@@ -103,15 +104,11 @@ train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t vocab, int64_t bos
 }
 
 std::string shape_note(const StepSpec& spec) {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%s %s, batch %lld x %.1f s, %d threads", spec.device.c_str(),
-                spec.precision.c_str(), static_cast<long long>(spec.batch), spec.seconds,
-                at::get_num_threads());
-  std::string note = buf;
-  if (spec.tokens_per_second > 0) {
-    std::snprintf(buf, sizeof(buf), ", %.1f tokens/s", spec.tokens_per_second);
-    note += buf;
-  }
+  std::string note =
+      string_printf("%s %s, batch %lld x %.1f s, %d threads", spec.device.str().c_str(),
+                    runtime::precision_name(spec.precision), static_cast<long long>(spec.batch),
+                    spec.seconds, at::get_num_threads());
+  if (spec.tokens_per_second > 0) note += string_printf(", %.1f tokens/s", spec.tokens_per_second);
   return note;
 }
 
@@ -125,13 +122,14 @@ struct TrainStepBench::State {
   at::Device device = at::kCPU;
 };
 
-TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const std::string& device)
+TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const runtime::DeviceChoice& device)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.config = train::train_config_from(hp);
   s.config.grad_accumulation_factor = 1;  // every timed step is a full optimizer step
-  s.device = at::Device(device);
-  if (!s.device.is_cuda()) s.config.precision = "fp32";  // autocast is CUDA-only (train/autocast.h)
+  s.device = runtime::torch_device(device);
+  // Autocast is CUDA-only (runtime/autocast.h).
+  if (!s.device.is_cuda()) s.config.precision = runtime::Precision::kFp32;
   s.task = std::make_unique<train::AsrTask>(hp);
   s.task->to(s.device);
   s.task->train(true);
@@ -150,7 +148,8 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
                                                 s.config.eos_index, s.config.sample_rate)
                                     .to(s.device);
   at::Generator generator = features::make_generator(0);
-  const std::string precision = s.device.is_cuda() ? spec.precision : "fp32";
+  const runtime::Precision precision =
+      s.device.is_cuda() ? spec.precision : runtime::Precision::kFp32;
   if (precision != s.config.precision) {
     // The stepper's loss scaler follows the precision (on for fp16 on CUDA): a new one.
     s.config.precision = precision;
@@ -164,7 +163,9 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
   int calls = 0;
   KinetoTrace trace;
   runtime::BenchResult r = runtime::measure(
-      "train-step/" + precision + "/b" + std::to_string(spec.batch), settings, [&] {
+      std::string("train-step/") + runtime::precision_name(precision) + "/b" +
+          std::to_string(spec.batch),
+      settings, [&] {
         // Only the timed repetitions are profiled (the first `warmup` calls are not); the trace
         // covers the first three of them.
         if (settings.profile && calls == settings.warmup) active.emplace(&profile);
@@ -215,10 +216,10 @@ struct DecodeBench::State {
   int sample_rate = 16000;
 };
 
-DecodeBench::DecodeBench(const hparams::Hparams& hp, const std::string& device)
+DecodeBench::DecodeBench(const hparams::Hparams& hp, const runtime::DeviceChoice& device)
     : state_(std::make_unique<State>()) {
   state_->model = models::AsrModel::from_hparams(hp);
-  if (device != "cpu") state_->model->to(c10::Device(device));
+  if (!device.is_cpu()) state_->model->to(runtime::torch_device(device));
   if (const auto* rate = hp.find("sample_rate")) state_->sample_rate = rate->as_int();
   prime_for_evaluation(*state_->model, state_->sample_rate);
 }
@@ -274,7 +275,7 @@ hparams::Hparams load_for_bench(const runtime::BenchSettings& settings) {
 }
 
 StepSpec spec_of(const runtime::BenchSettings& settings, int64_t batch,
-                 const std::string& precision) {
+                 runtime::Precision precision) {
   StepSpec spec;
   spec.device = settings.device;
   spec.precision = precision;
@@ -284,16 +285,24 @@ StepSpec spec_of(const runtime::BenchSettings& settings, int64_t batch,
   return spec;
 }
 
+// One result per batch size: --batch, else `defaults`.
+template <typename Bench>
+std::vector<runtime::BenchResult> sweep_batches(Bench& bench,
+                                                const runtime::BenchSettings& settings,
+                                                std::vector<int64_t> defaults,
+                                                runtime::Precision precision) {
+  const std::vector<int64_t> batches = settings.batches.empty() ? defaults : settings.batches;
+  std::vector<runtime::BenchResult> results;
+  for (int64_t batch : batches) {
+    results.push_back(bench.run(spec_of(settings, batch, precision), settings));
+  }
+  return results;
+}
+
 std::vector<runtime::BenchResult> run_train_step(const runtime::BenchSettings& settings) {
   const hparams::Hparams hp = load_for_bench(settings);
   TrainStepBench bench(hp, settings.device);
-  const std::vector<int64_t> batches =
-      settings.batches.empty() ? std::vector<int64_t>{1, 4} : settings.batches;
-  std::vector<runtime::BenchResult> results;
-  for (int64_t batch : batches) {
-    results.push_back(bench.run(spec_of(settings, batch, settings.precision), settings));
-  }
-  return results;
+  return sweep_batches(bench, settings, {1, 4}, settings.precision);
 }
 
 // The reference's batch.pt: {"wavs": (B, S) float, "tokens": (B, U) int64, "bos": int, "eos": int},
@@ -326,8 +335,8 @@ std::vector<runtime::BenchResult> run_train_parity(const runtime::BenchSettings&
   const hparams::Hparams hp = load_for_bench(settings);
   train::TrainConfig config = train::train_config_from(hp);
   config.grad_accumulation_factor = 1;
-  config.precision = "fp32";
-  const at::Device device(settings.device);
+  config.precision = runtime::Precision::kFp32;
+  const at::Device device = runtime::torch_device(settings.device);
   train::AsrTask task(hp);
   const auto model = models::AsrModel::from_hparams(hp);  // the same module objects as `task`
   model->load_speechbrain_weights(hp, settings.init + "/model.ckpt");
@@ -353,19 +362,15 @@ std::vector<runtime::BenchResult> run_train_parity(const runtime::BenchSettings&
   }
   r.work = batch.audio_seconds;
   r.work_unit = "audio-s";
-  r.note = settings.device + " fp32, " + std::to_string(steps) + " steps from " + settings.init;
+  r.note =
+      settings.device.str() + " fp32, " + std::to_string(steps) + " steps from " + settings.init;
   return {r};
 }
 
 std::vector<runtime::BenchResult> run_decode(const runtime::BenchSettings& settings) {
   const hparams::Hparams hp = load_for_bench(settings);
   DecodeBench bench(hp, settings.device);
-  const std::vector<int64_t> batches =
-      settings.batches.empty() ? std::vector<int64_t>{1, 8} : settings.batches;
-  std::vector<runtime::BenchResult> results;
-  for (int64_t batch : batches)
-    results.push_back(bench.run(spec_of(settings, batch, "fp32"), settings));
-  return results;
+  return sweep_batches(bench, settings, {1, 8}, runtime::Precision::kFp32);
 }
 
 }  // namespace

@@ -19,10 +19,10 @@ class AsrModel;
 namespace masr::toolkit {
 
 struct StepSpec {
-  std::string device = "cpu";      // resolved: cpu | cuda:N | mps
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (autocast on CUDA only)
-  int64_t batch = 1;               // utterances
-  double seconds = 4.0;            // length of each random utterance
+  runtime::DeviceChoice device = runtime::DeviceChoice::cpu();  // resolved: cpu | cuda:N | mps
+  runtime::Precision precision = runtime::Precision::kFp32;     // bf16 / fp16: autocast on CUDA
+  int64_t batch = 1;                                            // utterances
+  double seconds = 4.0;                                         // length of each random utterance
   // Tokens per second of each random transcript; 0: about LibriSpeech's (12 characters or 3
   // subword units per second, by the vocabulary's size).
   double tokens_per_second = 0.0;
@@ -32,7 +32,7 @@ struct StepSpec {
 class TrainStepBench {
  public:
   // Builds the task and an optimizer (the hparams' own, accumulation 1) on `device`.
-  TrainStepBench(const hparams::Hparams& hp, const std::string& device);
+  TrainStepBench(const hparams::Hparams& hp, const runtime::DeviceChoice& device);
   ~TrainStepBench();
   // Times forward + backward + optimizer step; work is audio seconds; metrics carry the peak
   // memory ("peak_bytes"). Throws what LibTorch throws (out of memory included).
@@ -48,7 +48,7 @@ class TrainStepBench {
 // p90 per batch in ms, peak_bytes.
 class DecodeBench {
  public:
-  DecodeBench(const hparams::Hparams& hp, const std::string& device);
+  DecodeBench(const hparams::Hparams& hp, const runtime::DeviceChoice& device);
   ~DecodeBench();
   runtime::BenchResult run(const StepSpec& spec, const runtime::BenchSettings& settings);
 

@@ -22,7 +22,7 @@ namespace {
 
 struct Candidate {
   int threads = 1;
-  std::string precision = "fp32";
+  runtime::Precision precision = runtime::Precision::kFp32;
   int64_t batch = 1;
   bool ok = false;
   double throughput = 0;  // audio-s/s (train) or RTFx (decode)
@@ -38,9 +38,11 @@ std::vector<int> thread_candidates(const TuneOptions& o, const RuntimeProfile& p
   return out;
 }
 
-std::vector<std::string> precision_candidates(const RuntimeProfile& p) {
-  if (p.device.rfind("cuda", 0) != 0 || p.precision == "fp32") return {"fp32"};
-  return {p.precision, "fp32"};
+std::vector<runtime::Precision> precision_candidates(const RuntimeProfile& p) {
+  if (!p.device.is_cuda() || p.precision == runtime::Precision::kFp32) {
+    return {runtime::Precision::kFp32};
+  }
+  return {p.precision, runtime::Precision::kFp32};
 }
 
 class Measurer {
@@ -69,13 +71,13 @@ class Measurer {
       const std::string what = e.what();
       MASR_LOG_WARN(
           "tune: %s batch %lld, %s, %d threads failed (%s); falling back",
-          decode ? "decode" : "train step", static_cast<long long>(c.batch), c.precision.c_str(),
-          c.threads,
+          decode ? "decode" : "train step", static_cast<long long>(c.batch),
+          runtime::precision_name(c.precision), c.threads,
           runtime::is_out_of_memory(what) ? "out of memory" : what.substr(0, 200).c_str());
     }
     log_.push_back({{"kind", decode ? "decode" : "train"},
                     {"threads", c.threads},
-                    {"precision", c.precision},
+                    {"precision", runtime::precision_name(c.precision)},
                     {"batch", c.batch},
                     {"seconds", o_.seconds},
                     {"ok", c.ok},
@@ -112,7 +114,7 @@ Candidate best_of(const std::vector<Candidate>& all) {
 // Doubling batch sizes at `threads` and `precision` while the next one is predicted to fit (peak
 // memory grows about linearly with the batch) and the last doubling gained at least 5 %.
 std::vector<Candidate> sweep_batches(Measurer& m, const TuneOptions& o, const RuntimeProfile& p,
-                                     int threads, const std::string& precision) {
+                                     int threads, runtime::Precision precision) {
   std::vector<Candidate> out;
   std::vector<int64_t> batches = o.batches;
   const bool explicit_batches = !batches.empty();
@@ -164,10 +166,10 @@ void adopt(const Candidate& best, const std::vector<Candidate>& batches, double 
   const double fits =
       per_s > 0 ? std::floor(static_cast<double>(profile.memory_budget_bytes) / per_s) : 0;
   if (fits > 0 && fits < profile.max_batch_length_train) profile.max_batch_length_train = fits;
-  profile.reasons.push_back("measured: batch " + std::to_string(best.batch) + ", " +
-                            std::to_string(best.threads) + " threads, " + best.precision +
-                            " was the fastest train step that fit (" +
-                            std::to_string(best.throughput) + " audio-s/s)");
+  profile.reasons.push_back(
+      "measured: batch " + std::to_string(best.batch) + ", " + std::to_string(best.threads) +
+      " threads, " + runtime::precision_name(best.precision) +
+      " was the fastest train step that fit (" + std::to_string(best.throughput) + " audio-s/s)");
 }
 
 // Threads first (train step at batch 2, decode at batch 1 for latency), then batch sizes per
@@ -179,12 +181,13 @@ int measure_plan(const TuneOptions& o, const hparams::Hparams& hp, RuntimeProfil
   Measurer m(o, hp);
   std::vector<Candidate> train_threads, decode_threads;
   for (int t : thread_candidates(o, profile)) {
-    train_threads.push_back(m.run({t, "fp32", o.batches.empty() ? 2 : o.batches.front()}, false));
-    decode_threads.push_back(m.run({t, "fp32", 1}, true));
+    train_threads.push_back(
+        m.run({t, runtime::Precision::kFp32, o.batches.empty() ? 2 : o.batches.front()}, false));
+    decode_threads.push_back(m.run({t, runtime::Precision::kFp32, 1}, true));
   }
   const Candidate threads = best_of(train_threads), decode = best_of(decode_threads);
   std::vector<Candidate> batches;
-  for (const auto& precision : precision_candidates(profile)) {
+  for (const runtime::Precision precision : precision_candidates(profile)) {
     const int t = threads.ok ? threads.threads : profile.intra_op_threads;
     for (const auto& c : sweep_batches(m, o, profile, t, precision)) batches.push_back(c);
   }

@@ -15,7 +15,7 @@ namespace masr::toolkit {
 struct TuneOptions {
   std::string hparams_file;
   std::vector<std::pair<std::string, std::string>> overrides;  // hparams overrides
-  std::string device = "cpu";                                  // resolved
+  runtime::DeviceChoice device = runtime::DeviceChoice::cpu();  // resolved
   bool replan = false;  // runtime::measure even when a cached plan matches
   int warmup = 1;
   int repeat = 3;

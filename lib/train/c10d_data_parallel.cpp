@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "runtime/device.h"
 #include "train/gradient_buckets.h"
 
 namespace masr::train {
@@ -152,8 +153,8 @@ std::string c10d_backends() {
 }
 
 std::shared_ptr<DataParallel> make_c10d_data_parallel(const ParallelEnv& env,
-                                                      const std::string& device_name) {
-  const at::Device device(device_name);
+                                                      const runtime::DeviceChoice& choice) {
+  const at::Device device = runtime::torch_device(choice);
   if (device.is_cuda()) {
 #if defined(MASR_WITH_NCCL)
     // This rank's GPU becomes the current one, so NCCL and CUDA contexts are created there.
@@ -169,7 +170,7 @@ std::shared_ptr<DataParallel> make_c10d_data_parallel(const ParallelEnv& env,
 #endif
   }
   if (!device.is_cpu()) {
-    throw_config_error("data parallel: device '" + device_name +
+    throw_config_error("data parallel: device '" + choice.str() +
                        "' is not supported (cpu with Gloo, cuda with NCCL)");
   }
 #if defined(MASR_WITH_GLOO)

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "runtime/device.h"
 #include "train/data_parallel.h"
 
 namespace masr::train {
@@ -23,10 +24,11 @@ struct ParallelEnv {
 // variable when one is malformed or out of range.
 std::optional<ParallelEnv> parallel_env_from_environment();
 
-// Joins the process group (rank 0 serves the TCPStore at MASTER_ADDR:MASTER_PORT) on `device`:
-// Gloo for the CPU, NCCL for CUDA. Throws a masr::Error when this build lacks that backend.
+// Joins the process group (rank 0 serves the TCPStore at MASTER_ADDR:MASTER_PORT) on `device`
+// (resolved): Gloo for the CPU, NCCL for CUDA. Throws a masr::Error when this build lacks that
+// backend.
 std::shared_ptr<DataParallel> make_c10d_data_parallel(const ParallelEnv& env,
-                                                      const std::string& device);
+                                                      const runtime::DeviceChoice& device);
 
 // Which backends this build has, e.g. "gloo" or "gloo, nccl" or "none".
 std::string c10d_backends();

@@ -29,7 +29,7 @@ OptimizerStepper::OptimizerStepper(const TrainConfig& config, std::vector<at::Te
     : config_(config),
       parameters_(std::move(parameters)),
       parallel_(parallel ? std::move(parallel) : std::make_shared<DataParallel>()),
-      scaler_(GradScalerConfig{}, cuda && config.precision == "fp16") {
+      scaler_(GradScalerConfig{}, cuda && config.precision == runtime::Precision::kFp16) {
   optimizer_ = make_optimizer(config_.optimizer, parameters_);
   if (cuda && FusedAdam::available(parameters_)) {
     fused_ = std::make_unique<FusedAdam>(*optimizer_, config_.optimizer);

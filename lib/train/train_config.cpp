@@ -82,8 +82,8 @@ void TrainConfig::validate() const {
           "checkpoint intervals must be >= 0");
   require(ctc_weight >= 0 && ctc_weight <= 1, "ctc_weight must be in [0, 1]");
   require(label_smoothing >= 0 && label_smoothing < 1, "label_smoothing must be in [0, 1)");
-  require(precision == "fp32" || precision == "bf16" || precision == "fp16",
-          "precision '" + precision + "' must be fp32, bf16 or fp16");
+  require(precision != runtime::Precision::kInt8,
+          "precision int8 is for CPU decoding; training takes fp32, bf16 or fp16");
   require(output_neurons >= 3, "output_neurons must be >= 3 (blank/unk, bos, eos)");
   if (!language_model) require(!train_csv.empty(), "train_csv is not set");
   require(!output_folder.empty(), "output_folder is not set");
@@ -93,8 +93,8 @@ void TrainConfig::validate() const {
 std::string TrainConfig::to_string() const {
   std::ostringstream s;
   s << "epochs " << number_of_epochs << ", grad_accumulation " << grad_accumulation_factor
-    << ", max_grad_norm " << max_grad_norm << ", precision " << precision << ", "
-    << optimizer.to_string();
+    << ", max_grad_norm " << max_grad_norm << ", precision " << runtime::precision_name(precision)
+    << ", " << optimizer.to_string();
   if (has_scheduler) {
     s << ", " << scheduler.type << "(lr_initial " << scheduler.lr_initial << ", warmup "
       << scheduler.n_warmup_steps << ")";
@@ -116,7 +116,9 @@ TrainConfig train_config_from(const hparams::Hparams& hp, bool language_model) {
   c.grad_accumulation_factor = int_or(hp, "grad_accumulation_factor", 1);
   c.bucket_aligned_steps = bool_or(hp, "bucket_aligned_steps", true);
   c.max_grad_norm = double_or(hp, "max_grad_norm", 5.0);
-  c.precision = string_or(hp, "precision", "fp32");
+  c.precision = runtime::parse_precision(
+      string_or(hp, "precision", "fp32"), "train: precision",
+      {runtime::Precision::kFp32, runtime::Precision::kBf16, runtime::Precision::kFp16});
   c.activation_checkpointing = bool_or(hp, "activation_checkpointing", false);
   c.sample_rate = static_cast<int>(int_or(hp, "sample_rate", 16000));
   c.num_workers = static_cast<int>(int_or(hp, "num_workers", 0));

@@ -10,6 +10,7 @@
 
 #include "data/sampler.h"
 #include "hparams/hparams.h"
+#include "runtime/precision.h"
 #include "train/losses.h"
 #include "train/noam_scheduler.h"
 #include "train/optimizer.h"
@@ -36,7 +37,7 @@ struct TrainConfig {
   // one length bucket (DynamicBatchOptions::step_round). hparams `bucket_aligned_steps`.
   bool bucket_aligned_steps = true;
   double max_grad_norm = 5.0;
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (the last two on CUDA only)
+  runtime::Precision precision = runtime::Precision::kFp32;  // bf16 / fp16 on CUDA only
   // Encoder layers keep only their inputs and run again in the backward (nn/checkpoint.h).
   bool activation_checkpointing = false;
   int sample_rate = 16000;

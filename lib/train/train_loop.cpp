@@ -13,8 +13,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "nn/checkpoint.h"
-#include "train/asr_train_task.h"
 #include "runtime/autocast.h"
+#include "runtime/device.h"
+#include "train/asr_train_task.h"
 #include "train/lm_train_task.h"
 #include "train/train_data.h"
 #include "train/training_curves.h"
@@ -22,14 +23,11 @@
 namespace masr::train {
 namespace fs = std::filesystem;
 
-at::Device pick_training_device(const std::string& name) {
-  if (name == "cpu") return at::kCPU;
-  if (name == "auto") return torch::cuda::is_available() ? at::Device(at::kCUDA) : at::kCPU;
-  try {
-    return at::Device(name);
-  } catch (const c10::Error&) {
-    throw_config_error("train: device '" + name + "' is not a device (cpu, cuda, cuda:N, auto)");
+at::Device pick_training_device(const runtime::DeviceChoice& choice) {
+  if (choice.type == runtime::DeviceChoice::Type::kAuto) {
+    return torch::cuda::is_available() ? at::Device(at::kCUDA) : at::kCPU;
   }
+  return runtime::torch_device(choice);
 }
 
 namespace {
@@ -65,9 +63,9 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
         static_cast<size_t>(parallel_->world_size() * config_.grad_accumulation_factor);
   }
   device_ = pick_training_device(options_.device);
-  if (!device_.is_cuda() && config_.precision != "fp32") {
+  if (!device_.is_cuda() && config_.precision != runtime::Precision::kFp32) {
     MASR_LOG_INFO("train: precision %s applies on CUDA only; training in fp32 on the CPU",
-                  config_.precision.c_str());
+                  runtime::precision_name(config_.precision));
   }
   if (main()) {
     fs::create_directories(config_.output_folder);
@@ -218,7 +216,7 @@ void TrainLoop::report_profile() const {
   j["device"] = device_.str();
   j["rank"] = parallel_->rank();
   j["world_size"] = parallel_->world_size();
-  j["precision"] = config_.precision;
+  j["precision"] = runtime::precision_name(config_.precision);
   write_file_atomically(path, j.dump(2) + "\n");
   if (main()) {
     progress_->message("train: step profile of the first " + std::to_string(profile_->steps()) +

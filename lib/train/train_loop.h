@@ -16,6 +16,7 @@
 #include <ATen/Tensor.h>
 
 #include "hparams/hparams.h"
+#include "runtime/device.h"
 #include "train/checkpointer.h"
 #include "train/data_parallel.h"
 #include "train/optimizer_stepper.h"
@@ -29,7 +30,7 @@ namespace masr::train {
 
 struct TrainRunOptions {
   bool quiet = false;
-  std::string device = "cpu";
+  runtime::DeviceChoice device = runtime::DeviceChoice::cpu();  // `auto` allowed
   std::function<bool()> stop_requested;    // SIGINT/SIGTERM: checkpoint and return
   std::shared_ptr<DataParallel> parallel;  // null: one process
   // Override the hparams' ckpt_interval_steps / ckpt_interval_minutes when >= 0.
@@ -46,8 +47,8 @@ struct TrainRunOptions {
   int64_t profile_steps = 0;
 };
 
-// cpu, cuda, cuda:N, or auto (CUDA when available); anything else is a config error.
-at::Device pick_training_device(const std::string& name);
+// The device to train on: `auto` is CUDA when available, else the CPU (MPS is not picked).
+at::Device pick_training_device(const runtime::DeviceChoice& choice);
 
 enum class TrainOutcome { kFinished, kStopped };
 

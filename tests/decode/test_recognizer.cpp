@@ -53,7 +53,7 @@ TEST_CASE("Recognizer: files and waveforms give the bundled examples' transcript
     auto recognizer = Recognizer::open(bundled(search));
     using masr::decode::Search;  // a CTC model: auto is ctc-beam
     CHECK(recognizer->search() == (search == "greedy" ? Search::kGreedy : Search::kCtcBeam));
-    CHECK(recognizer->device() == "cpu");
+    CHECK(recognizer->device().str() == "cpu");
     CHECK(recognizer->sample_rate() == 16000);
 
     std::vector<std::string> from_files(rows.size());

@@ -61,7 +61,7 @@ TEST_CASE("the train-step and decode benchmarks report work, RTF and peak memory
   spec.seconds = 0.5;
 
   // Decoding first: a fresh model has no normalization statistics until DecodeBench sets them.
-  DecodeBench decode(hp, "cpu");
+  DecodeBench decode(hp, DeviceChoice::cpu());
   const BenchResult d = decode.run(spec, settings);
   std::map<std::string, double> m(d.metrics.begin(), d.metrics.end());
   CHECK(m.at("rtf") == Approx(d.median() / 1.0));
@@ -70,7 +70,7 @@ TEST_CASE("the train-step and decode benchmarks report work, RTF and peak memory
   CHECK(m.at("latency_p90_ms") >= m.at("latency_p50_ms"));
   CHECK(m.at("peak_bytes") > 0);
 
-  TrainStepBench train(hp, "cpu");
+  TrainStepBench train(hp, DeviceChoice::cpu());
   const BenchResult t = train.run(spec, settings);
   CHECK(t.seconds.size() == 2);
   CHECK(t.work == Approx(1.0));  // 2 x 0.5 audio seconds
@@ -81,14 +81,14 @@ TEST_CASE("the train-step and decode benchmarks report work, RTF and peak memory
 }
 
 TEST_CASE("peak memory follows an allocation on the CPU", "[runtime][bench]") {
-  reset_peak_memory("cpu");
-  const int64_t before = peak_memory("cpu");
+  reset_peak_memory(DeviceChoice::cpu());
+  const int64_t before = peak_memory(DeviceChoice::cpu());
   REQUIRE(before > 0);
   {
     std::vector<char> block(256 << 20, 1);  // touched: 256 MiB resident
-    CHECK(peak_memory("cpu") >= before + (200 << 20));
+    CHECK(peak_memory(DeviceChoice::cpu()) >= before + (200 << 20));
   }
-  CHECK(std::string(peak_memory_kind("cpu")) == "RSS");
+  CHECK(std::string(peak_memory_kind(DeviceChoice::cpu())) == "RSS");
   CHECK(is_out_of_memory("CUDA out of memory. Tried to allocate 2.00 GiB"));
   CHECK_FALSE(is_out_of_memory("shape mismatch"));
 }

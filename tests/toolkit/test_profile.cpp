@@ -49,8 +49,8 @@ MachineInfo gpu_machine(int major, double gib) {
 }  // namespace
 
 TEST_CASE("the CPU profile follows the guide, sized to the cores", "[runtime][profile]") {
-  const RuntimeProfile p = derive_profile(cpu_machine(2, 16 * kGiB), "cpu", nullptr);
-  CHECK(p.precision == "fp32");
+  const RuntimeProfile p = derive_profile(cpu_machine(2, 16 * kGiB), DeviceChoice::cpu(), nullptr);
+  CHECK(p.precision == Precision::kFp32);
   CHECK(p.batch_size == 4);
   CHECK(p.grad_accumulation_factor == 16);
   CHECK(p.max_grad_norm == 1.0);
@@ -63,7 +63,8 @@ TEST_CASE("the CPU profile follows the guide, sized to the cores", "[runtime][pr
   CHECK(p.num_workers == 1);  // half of 2 cores
   CHECK(p.memory_budget_bytes == 8 * kGiB);
   CHECK_FALSE(p.tf32);
-  const RuntimeProfile big = derive_profile(cpu_machine(64, 16 * kGiB), "cpu", nullptr);
+  const RuntimeProfile big =
+      derive_profile(cpu_machine(64, 16 * kGiB), DeviceChoice::cpu(), nullptr);
   CHECK(big.intra_op_threads == 8);  // min(cores, 8)
   CHECK(big.num_workers == 2);
 }
@@ -79,8 +80,9 @@ TEST_CASE("the CUDA profile scales the batch with memory and keeps the effective
   for (const Case& c : {Case{9, 80, "bf16", 64, 2}, Case{8, 40, "bf16", 32, 4},
                         Case{7, 24, "fp16", 16, 4}, Case{6, 10, "fp32", 8, 8}}) {
     INFO(c.gib << " GiB, compute " << c.major);
-    const RuntimeProfile p = derive_profile(gpu_machine(c.major, c.gib), "cuda:0", nullptr);
-    CHECK(p.precision == c.precision);
+    const RuntimeProfile p =
+        derive_profile(gpu_machine(c.major, c.gib), parse_device("cuda:0"), nullptr);
+    CHECK(precision_name(p.precision) == std::string(c.precision));
     CHECK(p.batch_size == c.batch);
     CHECK(p.grad_accumulation_factor == c.accumulation);
     CHECK(p.dynamic_batching);
@@ -98,7 +100,7 @@ TEST_CASE("a model that does not fit shortens the batch and raises the accumulat
   model.static_train_bytes = 0;
   model.activation_bytes_per_audio_s = 50 << 20;  // 50 MiB per audio second
   // Budget: half of 2 GiB = 1 GiB -> 20 s of audio -> one 12 s utterance per batch.
-  const RuntimeProfile p = derive_profile(cpu_machine(2, 2 * kGiB), "cpu", &model);
+  const RuntimeProfile p = derive_profile(cpu_machine(2, 2 * kGiB), DeviceChoice::cpu(), &model);
   CHECK(p.max_batch_length_train == 20);
   CHECK(p.max_batch_length_val == 20);
   CHECK(p.batch_size == 1);
@@ -106,13 +108,14 @@ TEST_CASE("a model that does not fit shortens the batch and raises the accumulat
   CHECK(p.effective_batch() == 64);
   // A small model keeps the guide's values.
   model.activation_bytes_per_audio_s = 1 << 20;
-  const RuntimeProfile small = derive_profile(cpu_machine(2, 2 * kGiB), "cpu", &model);
+  const RuntimeProfile small =
+      derive_profile(cpu_machine(2, 2 * kGiB), DeviceChoice::cpu(), &model);
   CHECK(small.max_batch_length_train == 200);
   CHECK(small.batch_size == 4);
 }
 
 TEST_CASE("profile JSON round-trips", "[runtime][profile]") {
-  RuntimeProfile p = derive_profile(gpu_machine(8, 40), "cuda:0", nullptr);
+  RuntimeProfile p = derive_profile(gpu_machine(8, 40), parse_device("cuda:0"), nullptr);
   const RuntimeProfile back = profile_from_json(profile_to_json(p));
   CHECK(profile_to_json(back) == profile_to_json(p));
 }
@@ -122,7 +125,7 @@ TEST_CASE("the override YAML is accepted back by the hparams loader", "[runtime]
   masr::hparams::LoadOptions load;
   load.placeholder_value = "unused";
   const auto hp = masr::hparams::load_file(masr::test::kTinyHparams, load);
-  RuntimeProfile p = derive_profile(cpu_machine(2, 16 * kGiB), "cpu", nullptr);
+  RuntimeProfile p = derive_profile(cpu_machine(2, 16 * kGiB), DeviceChoice::cpu(), nullptr);
   p.batch_size = 3, p.grad_accumulation_factor = 22, p.max_batch_length_train = 123;
   const std::string yaml = profile_to_override_yaml(p, &hp);
   CHECK_THAT(yaml, Catch::Contains("max_batch_len_val: 50"));  // the recipe's spelling
@@ -149,28 +152,29 @@ TEST_CASE("auto knobs come from the cached plan, else the profile; explicit valu
         std::vector<std::string>{"batch_size", "max_batch_length_train"});
   CHECK(auto_keys(masr::test::kTinyHparams, {}).empty());
 
-  AutoResolution r = resolve_auto(masr::test::kTinyHparams, overrides, "cpu");
+  AutoResolution r = resolve_auto(masr::test::kTinyHparams, overrides, DeviceChoice::cpu());
   CHECK_THAT(r.source, Catch::StartsWith("profile"));
   CHECK(r.overrides == Overrides{{"batch_size", "4"}, {"max_batch_length_train", "200"}});
   CHECK(r.threads == 0);
 
   // A plan as `bench --tune` caches it for this model (default constraints).
   const MachineInfo machine = detect_machine();
-  const ModelFacts facts =
-      model_facts_from(load_hparams_for_runtime(masr::test::kTinyHparams, {}, machine, "cpu"));
+  const ModelFacts facts = model_facts_from(
+      load_hparams_for_runtime(masr::test::kTinyHparams, {}, machine, DeviceChoice::cpu()));
   RuntimePlan plan;
-  plan.signature = plan_signature(machine, "cpu", facts.hparams_hash, {{"seconds", 4.0}});
+  plan.signature =
+      plan_signature(machine, DeviceChoice::cpu(), facts.hparams_hash, {{"seconds", 4.0}});
   plan.profile.batch_size = 5;
   plan.profile.max_batch_length_train = 77;
   plan.profile.intra_op_threads = 1;
   save_plan(plan, plan_path(plan.signature));
 
-  r = resolve_auto(masr::test::kTinyHparams, overrides, "cpu", /*threads_auto=*/true);
+  r = resolve_auto(masr::test::kTinyHparams, overrides, DeviceChoice::cpu(), /*threads_auto=*/true);
   CHECK_THAT(r.source, Catch::StartsWith("plan " + cache.dir()));
   CHECK(r.overrides == Overrides{{"batch_size", "5"}, {"max_batch_length_train", "77"}});
   CHECK(r.threads == 1);
   // Explicit values are never replaced.
-  r = resolve_auto(masr::test::kTinyHparams, {{"batch_size", "7"}}, "cpu");
+  r = resolve_auto(masr::test::kTinyHparams, {{"batch_size", "7"}}, DeviceChoice::cpu());
   CHECK(r.overrides.empty());
 }
 
@@ -179,7 +183,8 @@ TEST_CASE("a saved model hashes like its recipe and finds the recipe's plan for 
   register_all();
   masr::test::TempCache cache;
   const MachineInfo machine = detect_machine();
-  const auto hp = load_hparams_for_runtime(masr::test::kTinyHparams, {}, machine, "cpu");
+  const auto hp =
+      load_hparams_for_runtime(masr::test::kTinyHparams, {}, machine, DeviceChoice::cpu());
   const ModelFacts recipe = model_facts_from(hp);
   const std::string model_file = cache.dir() + "/model.masr";
   masr::models::AsrModel::from_hparams(hp)->save(model_file);
@@ -189,15 +194,19 @@ TEST_CASE("a saved model hashes like its recipe and finds the recipe's plan for 
   CHECK(saved.d_model == 64);
 
   std::string source;
-  const int profile_threads = derive_profile(machine, "cpu", nullptr).intra_op_threads;
+  const int profile_threads =
+      derive_profile(machine, DeviceChoice::cpu(), nullptr).intra_op_threads;
   const auto model = masr::models::AsrModel::load(model_file);
-  CHECK(auto_decode_threads(model->hparams_yaml(), "cpu", &source) == profile_threads);
+  CHECK(auto_decode_threads(model->hparams_yaml(), DeviceChoice::cpu(), &source) ==
+        profile_threads);
   CHECK(source == "profile");
 
   RuntimePlan plan;
-  plan.signature = plan_signature(machine, "cpu", recipe.hparams_hash, {{"seconds", 4.0}});
+  plan.signature =
+      plan_signature(machine, DeviceChoice::cpu(), recipe.hparams_hash, {{"seconds", 4.0}});
   plan.decode_threads = profile_threads + 3;  // distinguishable from the profile's
   save_plan(plan, plan_path(plan.signature));
-  CHECK(auto_decode_threads(model->hparams_yaml(), "cpu", &source) == profile_threads + 3);
+  CHECK(auto_decode_threads(model->hparams_yaml(), DeviceChoice::cpu(), &source) ==
+        profile_threads + 3);
   CHECK(source == "plan " + plan_path(plan.signature));
 }

@@ -106,21 +106,22 @@ TEST_CASE("plan signatures cover the device, the model and the versions", "[runt
   m.torch_version = "1.13.1";
   m.cpu.model = "Some CPU";
   m.cpu.logical_cores = 2;
-  const PlanSignature a = plan_signature(m, "cpu", "0123456789abcdef");
-  CHECK(a.hash == plan_signature(m, "cpu", "0123456789abcdef").hash);  // deterministic
+  const PlanSignature a = plan_signature(m, DeviceChoice::cpu(), "0123456789abcdef");
+  CHECK(a.hash ==
+        plan_signature(m, DeviceChoice::cpu(), "0123456789abcdef").hash);  // deterministic
   CHECK(a.hash.size() == 16);
   CHECK(a.fields["hparams_hash"] == "0123456789abcdef");
   CHECK(a.fields.contains("torch_version"));
   CHECK(a.fields.contains("mamba_asr_version"));
-  CHECK(plan_signature(m, "cpu", "0123456789abcdee").hash != a.hash);
+  CHECK(plan_signature(m, DeviceChoice::cpu(), "0123456789abcdee").hash != a.hash);
   MachineInfo more_cores = m;
   more_cores.cpu.logical_cores = 4;
-  CHECK(plan_signature(more_cores, "cpu", "0123456789abcdef").hash != a.hash);
+  CHECK(plan_signature(more_cores, DeviceChoice::cpu(), "0123456789abcdef").hash != a.hash);
   CudaDeviceInfo gpu;
   gpu.name = "GPU";
   gpu.compute_major = 9;
   m.cuda.push_back(gpu);
-  const PlanSignature g = plan_signature(m, "cuda:0", "0123456789abcdef");
+  const PlanSignature g = plan_signature(m, parse_device("cuda:0"), "0123456789abcdef");
   CHECK(g.fields["device"]["gpu"] == "GPU");
   CHECK(g.fields["device"]["compute_capability"] == "9.0");
   CHECK(g.hash != a.hash);

@@ -101,7 +101,7 @@ TEST_CASE("data parallel: two Gloo ranks average gradients, sum scalars and gath
   auto rank_main = [&](int rank) {
     try {
       ParallelEnv env{rank, 2, rank, "127.0.0.1", port};
-      auto parallel = make_c10d_data_parallel(env, "cpu");
+      auto parallel = make_c10d_data_parallel(env, runtime::DeviceChoice::cpu());
       ranks[rank] = parallel->rank();
       Net& net = nets[rank];
       // Rank r: batch r with accumulation factor 1.
@@ -160,7 +160,7 @@ TEST_CASE("data parallel: a non-finite loss on one rank skips that step on every
   auto rank_main = [&](int rank) {
     try {
       ParallelEnv env{rank, 2, rank, "127.0.0.1", port};
-      auto parallel = make_c10d_data_parallel(env, "cpu");
+      auto parallel = make_c10d_data_parallel(env, runtime::DeviceChoice::cpu());
       Net& net = nets[rank];
       OptimizerStepper stepper(config, net.parameters(), /*cuda=*/false, parallel);
       for (int step = 0; step < 3; ++step) {
@@ -242,7 +242,7 @@ TEST_CASE("data parallel: malformed torchrun variables are errors naming them", 
   CHECK_THROWS_WITH(parallel_env_from_environment(), Catch::Contains("MASTER_PORT is not set"));
   for (const char* name : {"WORLD_SIZE", "RANK", "MASTER_ADDR"}) unsetenv(name);
   CHECK_FALSE(parallel_env_from_environment());
-  CHECK_THROWS_WITH(make_c10d_data_parallel(ParallelEnv{}, "mps"),
+  CHECK_THROWS_WITH(make_c10d_data_parallel(ParallelEnv{}, runtime::parse_device("mps")),
                     Catch::Contains("device 'mps' is not supported"));
 }
 

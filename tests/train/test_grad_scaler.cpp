@@ -106,7 +106,7 @@ TEST_CASE("grad scaler: fp16 steps of a tiny LM on CUDA", "[.cuda]") {
   for (int step = 0; step < 8; ++step) {
     at::Tensor loss;
     {
-      runtime::AutocastGuard autocast(torch::kCUDA, "fp16");
+      runtime::AutocastGuard autocast(torch::kCUDA, runtime::Precision::kFp16);
       REQUIRE(autocast.active());
       const at::Tensor logits = lm->forward(tokens.narrow(1, 0, 11));
       CHECK(logits.scalar_type() == at::kHalf);

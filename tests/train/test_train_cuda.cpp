@@ -113,7 +113,7 @@ TEST_CASE("CUDA S2S training step equals the CPU step: loss, gradients, clip, fu
   const hparams::Hparams hp_gpu = hparams::load_file(file, options);
   train::TrainConfig config = train::train_config_from(hp_cpu);
   config.grad_accumulation_factor = 1;
-  config.precision = "fp32";
+  config.precision = runtime::Precision::kFp32;
   train::AsrTask cpu(hp_cpu), gpu(hp_gpu);
   {
     torch::NoGradGuard no_grad;
@@ -310,7 +310,7 @@ TEST_CASE("CUDA optimizer steps and a non-finite loss's skip run without a host 
   config.optimizer.lr = 0.05;
   config.grad_accumulation_factor = 1;
   config.max_grad_norm = 0.5;
-  config.precision = "fp32";
+  config.precision = runtime::Precision::kFp32;
   const std::vector<at::Tensor> gpu = perceptron(at::kCUDA);
   const std::vector<at::Tensor> cpu = perceptron(at::kCPU);
   if (!train::FusedAdam::available(gpu)) {

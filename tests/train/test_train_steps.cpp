@@ -60,7 +60,7 @@ TrainConfig stepper_config(int64_t accumulation, double max_grad_norm, bool noam
   c.optimizer.weight_decay = 0.01;
   c.grad_accumulation_factor = accumulation;
   c.max_grad_norm = max_grad_norm;
-  c.precision = "fp32";
+  c.precision = runtime::Precision::kFp32;
   if (noam) {
     c.has_scheduler = true;
     c.scheduler.lr_initial = 0.05;
