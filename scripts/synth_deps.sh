@@ -9,6 +9,9 @@
 #                                          into the private prefix DIR/root (nothing is installed
 #                                          into the system) and check that the tools start
 #   scripts/synth_deps.sh check [DIR]      only the check
+#   scripts/synth_deps.sh subset DIR NEW PKG...
+#                                          NEW/debs = DIR/debs without the packages PKG... (e.g. flite
+#                                          libflite1 to save 13 MB when flite's voices are not used)
 #
 # make_synth_corpus.sh finds DIR/root by itself (the repository's .synthdeps) when sox or espeak-ng
 # is not on PATH; elsewhere set MASR_SYNTH_ROOT=DIR/root. The prefix's libraries are given to the
@@ -30,7 +33,7 @@ SYNTH_PACKAGES=(
 # init scripts, debconf, sound-card utilities), which the synthesizers do not need to run.
 SKIP='^(libc6|libgcc-s1|libstdc\+\+6|gcc-[0-9]+-base|libcrypt1|debconf|cdebconf|debconf-2\.0|dpkg|tar|perl-base|adduser|passwd|lsb-base|sysvinit-utils|init-system-helpers|install-info|sgml-base|alsa-utils|kmod|libkmod2|libpam.*|libsemanage.*|libaudit.*|libcap-ng0|libnewt0\.52|libslang2|libtextwrap1|libdebian-installer4|readline-common)$'
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # The dependency closure of SYNTH_PACKAGES: Depends and Pre-Depends, the first alternative of each
 # "a | b" group, a virtual package by its first provider; SKIP is neither fetched nor followed.
@@ -112,30 +115,40 @@ import os, subprocess, sys, tempfile
 sys.path.insert(0, os.environ["MASR_SYNTH_DIR"])
 import synth_corpus as sc
 tmp = tempfile.mkdtemp()
+# (tool or file, the package that brings it, how to run it): a prefix made from part of the
+# packages (`subset`) checks only what its MANIFEST lists.
+installed = {line.split("\t")[0] for line in open(os.path.join(os.environ["MASR_SYNTH_ROOT"], ".installed"))}
 checks = [
-    ("espeak-ng", ["-v", "en-us", "-w", f"{tmp}/e.wav", "check"]),
-    ("flite", ["-voice", "kal16", "-t", "check", "-o", f"{tmp}/f.wav"]),
-    ("festival", sc.festival_cmd()[1:] + [
+    ("espeak-ng", "espeak-ng", ["-v", "en-us", "-w", f"{tmp}/e.wav", "check"]),
+    ("flite", "flite", ["-voice", "kal16", "-t", "check", "-o", f"{tmp}/f.wav"]),
+    ("festival", "festival", sc.festival_cmd()[1:] + [
         "-b", "(voice_kal_diphone)",
         f'(utt.save.wave (utt.synth (Utterance Text "check")) "{tmp}/k.wav" (quote riff))']),
-    ("sox", [f"{tmp}/e.wav", "-r", "8000", "-t", "raw", "-e", "signed", "-b", "16", f"{tmp}/e.raw",
+    ("sox", "sox", [f"{tmp}/e.wav", "-r", "8000", "-t", "raw", "-e", "signed", "-b", "16", f"{tmp}/e.raw",
              "pitch", "100", "reverb"]),
-    ("toast", ["-l", "-c", f"{tmp}/e.raw"]),
-    ("opusenc", ["--quiet", f"{tmp}/f.wav", f"{tmp}/f.opus"]),
-    ("opusdec", ["--quiet", f"{tmp}/f.opus", f"{tmp}/o.wav"]),
-    ("bible", ["-p", sc.data_path("/usr/lib"), "gen1:1"]),
+    ("toast", "libgsm-tools", ["-l", "-c", f"{tmp}/e.raw"]),
+    ("opusenc", "opus-tools", ["--quiet", f"{tmp}/e.wav", f"{tmp}/f.opus"]),
+    ("opusdec", "opus-tools", ["--quiet", f"{tmp}/f.opus", f"{tmp}/o.wav"]),
+    ("bible", "bible-kjv", ["-p", sc.data_path("/usr/lib"), "gen1:1"]),
 ]
 bad = 0
-for name, args in checks:
+for name, package, args in checks:
+    if package not in installed:
+        print(f"synth_deps: skip {name} (package {package} not in this set)", file=sys.stderr)
+        continue
     exe = sc.tool(name)
     r = subprocess.run([exe] + args, env=sc.tool_env(), capture_output=True) if exe else None
     ok = r is not None and r.returncode == 0
     bad += not ok
     why = "" if ok else ": " + (r.stderr.decode(errors="replace").strip()[:300] if r else "missing")
     print(f"synth_deps: {'ok  ' if ok else 'FAIL'} {name}{why}", file=sys.stderr)
-for path in ("/usr/share/games/fortunes/fortunes", "/usr/share/games/fortunes/anarchism",
-             "/usr/share/wordnet/data.noun", "/usr/share/festival/voices/english/ked_diphone",
-             "/usr/share/festival/voices/us/cmu_us_slt_arctic_hts"):
+for path, package in (("/usr/share/games/fortunes/fortunes", "fortunes"),
+                      ("/usr/share/games/fortunes/anarchism", "fortune-anarchism"),
+                      ("/usr/share/wordnet/data.noun", "wordnet-base"),
+                      ("/usr/share/festival/voices/english/ked_diphone", "festvox-kdlpc16k"),
+                      ("/usr/share/festival/voices/us/cmu_us_slt_arctic_hts", "festvox-us-slt-hts")):
+    if package not in installed:
+        continue
     ok = os.path.exists(sc.data_path(path))
     bad += not ok
     print(f"synth_deps: {'ok  ' if ok else 'FAIL'} {path}", file=sys.stderr)
@@ -143,8 +156,23 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+subset() {  # subset NEW PKG...: a copy of $dir/debs without some packages, for a smaller transfer
+  local new="$1"; shift
+  [[ -f "$dir/debs/MANIFEST" ]] || { echo "synth_deps: $dir/debs/MANIFEST is missing" >&2; exit 1; }
+  rm -rf "$new/debs" && mkdir -p "$new/debs"
+  local pkg version sha deb
+  while IFS=$'\t' read -r pkg version sha; do
+    [[ " $* " == *" $pkg "* ]] && continue
+    deb=$(ls "$dir/debs/${pkg}_"*.deb | head -1)
+    cp "$deb" "$new/debs/"
+    printf '%s\t%s\t%s\n' "$pkg" "$version" "$sha" >> "$new/debs/MANIFEST"
+  done < "$dir/debs/MANIFEST"
+  echo "synth_deps: $(ls "$new/debs/"*.deb | wc -l) files, $(du -sh "$new/debs" | cut -f1) in $new/debs" >&2
+}
+
 case "$cmd" in
   download) download ;;
+  subset) [[ $# -ge 3 ]] || usage; shift 2; subset "$@" ;;
   install)
     [[ -f "$dir/debs/MANIFEST" ]] || { echo "synth_deps: $dir/debs/MANIFEST is missing; run 'synth_deps.sh download' on a Debian 12 machine first" >&2; exit 1; }
     rm -rf "$dir/root.tmp"

@@ -190,8 +190,11 @@ std::vector<std::vector<S2SHypothesis>> S2SBeamSearch::search(int64_t frames,
     sequence_scores.masked_fill_(is_eos, -std::numeric_limits<float>::infinity());
   }
   for (auto& hyps : finished.per_utterance) {
-    std::stable_sort(hyps.begin(), hyps.end(), [](const S2SHypothesis& a, const S2SHypothesis& b) {
-      return a.score > b.score;
+    // Best score first; hypotheses of exactly equal score in token order, so that the n-best
+    // list does not depend on the order in which a batch's beams finished (on CUDA a batch's
+    // top-k may return tied candidates in another order than a search of one utterance).
+    std::sort(hyps.begin(), hyps.end(), [](const S2SHypothesis& a, const S2SHypothesis& b) {
+      return a.score != b.score ? a.score > b.score : a.tokens < b.tokens;
     });
     if (static_cast<int64_t>(hyps.size()) > o.nbest) hyps.resize(o.nbest);
   }
