@@ -6,8 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "runtime/device.h"
 #include "runtime/precision.h"
@@ -41,7 +41,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global);
 
 // A --precision option of `cmd` that accepts the names of `allowed` and stores the parsed value.
 CLI::Option* add_precision_option(CLI::App* cmd, runtime::Precision& precision,
-                                  std::initializer_list<runtime::Precision> allowed,
+                                  const std::vector<runtime::Precision>& allowed,
                                   const std::string& description);
 
 }  // namespace masr::cli

@@ -139,7 +139,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
 }
 
 CLI::Option* add_precision_option(CLI::App* cmd, runtime::Precision& precision,
-                                  std::initializer_list<runtime::Precision> allowed,
+                                  const std::vector<runtime::Precision>& allowed,
                                   const std::string& description) {
   std::vector<std::string> names;
   for (runtime::Precision p : allowed) names.emplace_back(runtime::precision_name(p));
@@ -147,11 +147,8 @@ CLI::Option* add_precision_option(CLI::App* cmd, runtime::Precision& precision,
   return cmd
       ->add_option_function<std::string>(
           "--precision",
-          [&precision,
-           allowed = std::vector<runtime::Precision>(allowed)](const std::string& text) {
-            for (runtime::Precision p : allowed) {
-              if (text == runtime::precision_name(p)) precision = p;
-            }
+          [&precision, allowed](const std::string& text) {
+            precision = runtime::parse_precision(text, "--precision", allowed);
           },
           description)
       ->default_str(runtime::precision_name(precision))

@@ -74,7 +74,7 @@ DeviceChoice resolve_device(const DeviceChoice& choice) {
                       info.torch_version + (info.cuda_compiled ? "" : ", built without CUDA") +
                       "); use --device cpu");
     }
-    if (d.index < 0) d.index = 0;
+    d.index = d.cuda_ordinal();
     if (d.index >= info.cuda_devices) {
       throw Error(ErrorKind::kUsage,
                   "--device " + d.str() + ": there are only " + std::to_string(info.cuda_devices) +

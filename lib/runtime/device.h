@@ -16,6 +16,7 @@ struct DeviceChoice {
   enum class Type { kAuto, kCpu, kCuda, kMps };
   Type type = Type::kAuto;
   int index = -1;           // CUDA device index; -1 means the default (0)
+  int cuda_ordinal() const { return index < 0 ? 0 : index; }  // the CUDA device it names
   std::string str() const;  // "auto", "cpu", "cuda:1", "mps"
   bool is_cpu() const { return type == Type::kCpu; }
   bool is_cuda() const { return type == Type::kCuda; }

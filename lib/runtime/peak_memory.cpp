@@ -19,7 +19,7 @@ namespace {
 #ifdef MASR_WITH_CUDA
 // LibTorch 2.x takes a c10::DeviceIndex (int8_t) where 1.13 took an int; both accept this.
 c10::DeviceIndex cuda_index(const DeviceChoice& device) {
-  return static_cast<c10::DeviceIndex>(device.index < 0 ? 0 : device.index);
+  return static_cast<c10::DeviceIndex>(device.cuda_ordinal());
 }
 #endif
 

@@ -24,7 +24,7 @@ const char* precision_name(Precision precision) {
 namespace {
 
 // "fp32, bf16 or fp16"
-std::string name_list(std::initializer_list<Precision> allowed) {
+std::string name_list(const std::vector<Precision>& allowed) {
   std::string list;
   size_t i = 0;
   for (Precision p : allowed) {
@@ -38,7 +38,7 @@ std::string name_list(std::initializer_list<Precision> allowed) {
 }  // namespace
 
 Precision parse_precision(const std::string& text, const std::string& option,
-                          std::initializer_list<Precision> allowed) {
+                          const std::vector<Precision>& allowed) {
   for (Precision p : allowed) {
     if (text == precision_name(p)) return p;
   }

@@ -3,8 +3,8 @@
 // decoding). Parsed once where hparams or the command line are read; LibTorch-free.
 #pragma once
 
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace masr::runtime {
 
@@ -16,7 +16,7 @@ const char* precision_name(Precision precision);
 // Parses `text` as one of `allowed`; anything else is a config error that names the option and
 // the allowed values: "<option> 'x' must be fp32, bf16 or fp16".
 Precision parse_precision(const std::string& text, const std::string& option,
-                          std::initializer_list<Precision> allowed);
+                          const std::vector<Precision>& allowed);
 
 // bf16 or fp16: the forward pass runs under autocast on CUDA.
 inline bool is_mixed(Precision precision) {

@@ -23,7 +23,7 @@ namespace {
 nlohmann::json device_fields(const runtime::MachineInfo& m, const runtime::DeviceChoice& device) {
   nlohmann::json d = {{"device", device.str()}};
   if (device.is_cuda()) {
-    const int index = device.index < 0 ? 0 : device.index;
+    const int index = device.cuda_ordinal();
     for (const auto& c : m.cuda) {
       if (c.index != index) continue;
       d["gpu"] = c.name;

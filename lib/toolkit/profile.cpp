@@ -119,7 +119,7 @@ RuntimeProfile derive_profile(const runtime::MachineInfo& machine,
   RuntimeProfile p;
   p.device = device;
   if (device.is_cuda()) {
-    const int index = device.index < 0 ? 0 : device.index;
+    const int index = device.cuda_ordinal();
     for (const auto& d : machine.cuda) {
       if (d.index == index) cuda_profile(d, machine.cpu.logical_cores, p);
     }

@@ -62,6 +62,9 @@ mkdir -p "$out"
 if ! { command -v sox && command -v espeak-ng; } >/dev/null && [[ -f "$synthdeps/root/.installed" ]]; then
   export MASR_SYNTH_ROOT="$synthdeps/root"
 fi
+# The header and first N rows of a CSV (the validation subset; the evaluated test utterances).
+head_csv() { head -n $(($2 + 1)) "$1"; }
+
 synth() { "$root/scripts/make_synth_corpus.sh" --seed "$seed" --jobs "$jobs" --text "$text" "$@"; }
 
 stage_deps() {
@@ -80,11 +83,9 @@ stage_corpus() {
   synth --out "$data" --hours "$hours" --engines espeak,festival --voices "$train_voices" \
     --conditions all --lm-text "$data/lm_all.txt"
   # The validation subset scored after every epoch (the whole split is 5 % of the corpus).
-  head -n $((valid_utts + 1)) "$data/valid.csv" > "$data/valid_small.csv"
+  head_csv "$data/valid.csv" "$valid_utts" > "$data/valid_small.csv"
 }
 
-# The first N rows of a CSV (test sets are cut to TEST_UTTS for the evaluation).
-head_csv() { head -n $(($2 + 1)) "$1"; }
 
 stage_heldout() {
   log "heldout: $heldout_voices, clean and with channel conditions"
