@@ -34,6 +34,7 @@ Runner add_features_command(CLI::App& app, GlobalOptions& global);
 Runner add_prepare_command(CLI::App& app, GlobalOptions& global);
 Runner add_ngram_command(CLI::App& app, GlobalOptions& global);
 Runner add_import_command(CLI::App& app, GlobalOptions& global);
+Runner add_convert_command(CLI::App& app, GlobalOptions& global);
 
 // -v, -q, --device, --threads. On the root app; `train` repeats them because its unknown options
 // are hparams overrides rather than falling through to the root.

@@ -80,6 +80,7 @@ int run(int argc, char** argv) {
   add(masr::cli::add_prepare_command);
   add(masr::cli::add_ngram_command);
   add(masr::cli::add_import_command);
+  add(masr::cli::add_convert_command);
 
   try {
     app.parse(argc, argv);

@@ -16,6 +16,7 @@
 #include "decode/file_transcriber.h"
 #include "decode/sample_stream.h"
 #include "decode/streaming_recognizer.h"
+#include "decode/transcript.h"
 #include "models/asr_model.h"
 #include "runtime/device.h"
 
@@ -84,11 +85,13 @@ void print(const decode::StreamingResult& r) {
   if (r.is_final) {
     j["words"] = nlohmann::json::array();
     for (const auto& w : r.words) {
-      j["words"].push_back({{"word", w.word}, {"start", w.start}, {"end", w.end}});
+      j["words"].push_back({{"word", w.word},
+                            {"start", decode::json_seconds(w.start)},
+                            {"end", decode::json_seconds(w.end)}});
     }
   }
-  j["start"] = r.start;
-  j["end"] = r.end;
+  j["start"] = decode::json_seconds(r.start);
+  j["end"] = decode::json_seconds(r.end);
   std::cout << j.dump() << "\n" << std::flush;
 }
 

@@ -62,6 +62,8 @@ std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
 
 std::string format_text(const Transcript& t) { return t.id + " " + t.text + "\n"; }
 
+double json_seconds(double seconds) { return std::round(seconds * 1e6) / 1e6; }
+
 std::string format_json(const Transcript& t) {
   nlohmann::json j;
   j["id"] = t.id;
@@ -74,7 +76,10 @@ std::string format_json(const Transcript& t) {
   j["words"] = nlohmann::json::array();
   for (const WordTiming& w : t.words) {
     j["words"].push_back(
-        {{"word", w.word}, {"start", w.start}, {"end", w.end}, {"confidence", w.confidence}});
+        {{"word", w.word},
+         {"start", json_seconds(w.start)},
+         {"end", json_seconds(w.end)},
+         {"confidence", w.confidence}});
   }
   return j.dump() + "\n";
 }

@@ -48,6 +48,9 @@ struct Transcript {
 
 std::string format_text(const Transcript& t);  // "ID TEXT\n"
 std::string format_json(const Transcript& t);  // one JSON object and "\n"
+// A time in seconds as the JSON outputs write it: rounded to the microsecond, so that a frame
+// time such as 7 * 0.04 prints as 0.28 rather than 0.28000000000000003.
+double json_seconds(double seconds);
 // NIST CTM: "ID 1 START DURATION WORD CONFIDENCE" per word, times with 2 decimals.
 std::string format_ctm(const Transcript& t);
 struct SubtitleOptions;  // decode/subtitle_cues.h: line length, lines and seconds per cue

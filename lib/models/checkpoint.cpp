@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "models/asr_model.h"
 #include "models/registration.h"
@@ -78,6 +80,29 @@ std::shared_ptr<AsrModel> average_checkpoints(const std::vector<std::string>& pa
   }
   model->load_state(mean, "average of " + std::to_string(paths.size()) + " checkpoints");
   return model;
+}
+
+WeightConversion convert_weights(const std::string& in, const std::string& out,
+                                 at::ScalarType dtype) {
+  if (dtype != at::kHalf && dtype != at::kFloat) {
+    throw Error(ErrorKind::kInternal, std::string("convert_weights: weights are stored as float32 or "
+                                                  "float16, not ") + at::toString(dtype));
+  }
+  CheckpointData data = read_checkpoint(in);
+  WeightConversion report;
+  report.bytes_in = std::filesystem::file_size(in);
+  for (auto& [name, tensor] : data.state) {
+    const bool statistics = name.rfind("normalize.", 0) == 0;
+    if (statistics || !tensor.is_floating_point()) {
+      ++report.kept;
+      continue;
+    }
+    tensor = tensor.to(dtype).contiguous();
+    ++report.converted;
+  }
+  write_checkpoint(out, data);
+  report.bytes_out = std::filesystem::file_size(out);
+  return report;
 }
 
 }  // namespace masr::models

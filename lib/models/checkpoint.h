@@ -50,5 +50,23 @@ CheckpointData read_checkpoint(const std::string& path);
 // first path, so list the best one first. All must share the hparams and state names/shapes.
 std::shared_ptr<AsrModel> average_checkpoints(const std::vector<std::string>& paths);
 
+// What convert_weights did: tensors stored in the new type, tensors kept (integers, the
+// normalization statistics), and the file sizes in bytes.
+struct WeightConversion {
+  int64_t converted = 0;
+  int64_t kept = 0;
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+};
+
+// Rewrites the model file `in` (any model type: ASR or LM) as `out` with its floating-point
+// weights stored as `dtype` (at::kHalf or at::kFloat). The normalization statistics stay float32
+// (they are a few hundred numbers, and the features are divided by them). Loading copies the
+// stored weights into the model's float32 parameters, so a float16 file decodes with its weights
+// rounded to float16 (11 significant bits) at half the size; converting back to float32 does not
+// restore the lost bits. `out` is written atomically and may be `in`.
+WeightConversion convert_weights(const std::string& in, const std::string& out,
+                                 at::ScalarType dtype);
+
 
 }  // namespace masr::models

@@ -90,15 +90,6 @@ void AsrTrainTask::load(const TaskContext& context) {
   model_ = models::AsrModel::from_hparams(hp);
   model_->set_tokenizer(tokenizer_);
   modules_->to(context.device);
-  if (context.device.is_cuda() && modules_->augments() && parallel.rank() == 0) {
-    // Measured on an H100 (bench/results/2026-11-26-h100-bundle-training.md): the same CTC run
-    // on 27 h of speech learned without fea_augment (valid WER 29 % after 11 epochs) and stayed
-    // at the blank-only loss with it, in bf16 and in fp32; CPU training with it learns.
-    MASR_LOG_WARN(
-        "train: known problem: with fea_augment on CUDA, training has been seen not to learn "
-        "(docs/training.md, 'Known problems'); to train without it, set augment_prob: 0.0 in "
-        "fea_augment");
-  }
   if (parallel.world_size() > 1) {
     // Identical normalizer statistics on every rank (features/input_normalization.h).
     DataParallel* ranks = &parallel;

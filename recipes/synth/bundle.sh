@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# recipes/synth/bundle.sh — the recipe for a bundled English model (not shipped yet): synthesizes the
-# many-engine corpus, trains the causal ConMamba S2S model (hparams/S2S/conmamba_synth_bundle.yaml)
-# and its Transformer LM (hparams/LM/transformer_synth_bundle.yaml) on one GPU, measures them on
-# voices held out of training, and writes the bundle folder.
+# recipes/synth/bundle.sh — the recipe for bundled English models: synthesizes the many-engine
+# corpus, trains on one GPU either the causal ConMamba S2S model (hparams/S2S/conmamba_synth_bundle.yaml)
+# and its Transformer LM (hparams/LM/transformer_synth_bundle.yaml), or (MODEL=ctc) the causal
+# ConMamba CTC model that `mamba-asr stream` runs (hparams/CTC/conmamba_synth_causal.yaml), and
+# measures them on voices held out of training.
 #
 #   recipes/synth/bundle.sh STAGE...        stages run in the order given; each is resumable
 #
@@ -16,11 +17,14 @@
 #            and with every condition, speaking the corpus's held-out sentences only
 #   text     the LM text less every held-out sentence; 2 % of it for validation
 #   train    the ASR model for $MINUTES of wall-clock time (then SIGTERM: a checkpoint), the LM
-#            beside it on the same GPU once the tokenizer exists; both averaged into model.masr
-#   eval     WER/CER of CTC greedy, attention beam search, and attention + LM on every test set:
-#            $OUT/wer.md; the models are $OUT/asr/model.masr and $OUT/lm/model.masr
+#            beside it on the same GPU once the tokenizer exists (S2S only); each averaged into
+#            model.masr
+#   eval     WER/CER on every test set: CTC greedy, attention beam search, and attention + LM
+#            (S2S); CTC greedy and CTC beam search (ctc): $ASR_DIR/wer.md; the models are
+#            $ASR_DIR/model.masr and $OUT/lm/model.masr
 #
-# Environment: OUT (results/synth-bundle), HOURS (30), SEED (1234), JOBS (nproc), MINUTES (20),
+# Environment: OUT (results/synth-bundle), MODEL (s2s or ctc), ASR_DIR ($OUT/asr for s2s, $OUT/ctc
+# for ctc: several runs can share one corpus), HOURS (30), SEED (1234), JOBS (nproc), MINUTES (20),
 # ASR_ARGS, LM_ARGS (more `mamba-asr train` options, e.g. "--lr_adam 0.001"), DEVICE (cuda),
 # MASR_BIN (build/bin/mamba-asr), SYNTHDEPS (.synthdeps), WORKERS (12),
 # VALID_UTTS (400: the validation subset scored after each epoch), HELDOUT_UTTS (4000 per held-out
@@ -36,9 +40,14 @@ device="${DEVICE:-cuda}" workers="${WORKERS:-12}" valid_utts="${VALID_UTTS:-400}
 heldout_utts="${HELDOUT_UTTS:-4000}" test_utts="${TEST_UTTS:-500}"
 bin="${MASR_BIN:-$root/build/bin/mamba-asr}"
 synthdeps="${SYNTHDEPS:-$root/.synthdeps}"
-asr_hparams="$root/hparams/S2S/conmamba_synth_bundle.yaml"
+model="${MODEL:-s2s}"
+case "$model" in
+  s2s) asr_hparams="$root/hparams/S2S/conmamba_synth_bundle.yaml" asr="${ASR_DIR:-$out/asr}" ;;
+  ctc) asr_hparams="$root/hparams/CTC/conmamba_synth_causal.yaml" asr="${ASR_DIR:-$out/ctc}" ;;
+  *) echo "bundle.sh: MODEL must be s2s or ctc, not '$model'" >&2; exit 2 ;;
+esac
 lm_hparams="$root/hparams/LM/transformer_synth_bundle.yaml"
-data="$out/data" held="$out/heldout" asr="$out/asr" lm="$out/lm"
+data="$out/data" held="$out/heldout" lm="$out/lm"
 
 # Training voices; the held-out ones are the other two espeak-ng accents. flite's voices are left
 # out so that the synthesizers fit a machine that gets them as packages (its library is 13 MB).
@@ -47,7 +56,7 @@ train_voices+=",espeak:en-gb-x-gbcwmd,festival:kal,festival:ked"
 heldout_voices="espeak:en-gb-scotland,espeak:en-029"
 text="fortunes,anarchism,kjv"
 
-usage() { sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 log() { printf '[bundle %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { echo "bundle.sh: $*" >&2; exit 1; }
 [[ $# -gt 0 ]] || usage
@@ -133,49 +142,60 @@ train_lm() {  # after the ASR run has trained its tokenizer; the same time budge
 }
 
 stage_train() {
-  local lm_pid status=0
-  train_lm & lm_pid=$!
-  trap 'kill $lm_pid 2>/dev/null || true' EXIT  # a failed ASR run does not leave the LM waiting
-  log "train: ASR for $minutes min (LM beside it: $out/lm_train.log)"
+  local lm_pid="" status=0
+  if [[ $model == s2s ]]; then
+    train_lm & lm_pid=$!
+    trap 'kill $lm_pid 2>/dev/null || true' EXIT  # a failed ASR run does not leave the LM waiting
+  fi
+  mkdir -p "$asr"
+  log "train: $model ASR for $minutes min ($asr/train.log)"
   timeout -s TERM "${minutes}m" "$bin" --device "$device" train "$asr_hparams" \
     --data_folder "$data" --output_folder "$asr" --train_csv "$data/train.csv" \
     --valid_csv "$data/valid_small.csv" \
-    --test_csv "$data/test.csv" --num_workers "$workers" ${ASR_ARGS:-} > "$out/asr_train.log" 2>&1 ||
+    --test_csv "$data/test.csv" --num_workers "$workers" ${ASR_ARGS:-} > "$asr/train.log" 2>&1 ||
     status=$?
   # 124: the time budget ended it (SIGTERM writes a checkpoint first); then average.
-  [[ $status -eq 0 || $status -eq 124 ]] || die "ASR training failed ($status): $out/asr_train.log"
+  [[ $status -eq 0 || $status -eq 124 ]] || die "ASR training failed ($status): $asr/train.log"
   "$bin" train "$asr_hparams" --data_folder "$data" --output_folder "$asr" --average-only \
     --train_csv "$data/train.csv" --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" \
-    ${ASR_ARGS:-} >> "$out/asr_train.log" 2>&1
-  wait "$lm_pid" || die "LM training failed: $out/lm_train.log"
-  trap - EXIT
-  log "train: $asr/model.masr and $lm/model.masr"
+    ${ASR_ARGS:-} >> "$asr/train.log" 2>&1
+  if [[ -n $lm_pid ]]; then
+    wait "$lm_pid" || die "LM training failed: $out/lm_train.log"
+    trap - EXIT
+    log "train: $asr/model.masr and $lm/model.masr"
+  else
+    log "train: $asr/model.masr"
+  fi
 }
 
-# wer NAME CSV OPTIONS...: one decode, its summary line in $out/wer.tsv
+# wer NAME CSV OPTIONS...: one decode, its summary line in $asr/wer.tsv
 wer() {
   local name="$1" csv="$2"; shift 2
   "$bin" --device "$device" decode --model "$asr/model.masr" "$@" "$csv" \
-    > "$out/eval/$name.txt" 2> "$out/eval/$name.log" || die "decode $name: $out/eval/$name.log"
+    > "$asr/eval/$name.txt" 2> "$asr/eval/$name.log" || die "decode $name: $asr/eval/$name.log"
   printf '%s\t%s\t%s\t%s\n' "$name" \
-    "$(sed -n 's/^%WER \([0-9.]*\) .*/\1/p' "$out/eval/$name.log" | tail -1)" \
-    "$(sed -n 's/^%CER \([0-9.]*\) .*/\1/p' "$out/eval/$name.log" | tail -1)" \
-    "$(tail -n +2 "$csv" | wc -l)" >> "$out/wer.tsv"
+    "$(sed -n 's/^%WER \([0-9.]*\) .*/\1/p' "$asr/eval/$name.log" | tail -1)" \
+    "$(sed -n 's/^%CER \([0-9.]*\) .*/\1/p' "$asr/eval/$name.log" | tail -1)" \
+    "$(tail -n +2 "$csv" | wc -l)" >> "$asr/wer.tsv"
 }
 
 stage_eval() {
-  mkdir -p "$out/eval"
-  : > "$out/wer.tsv"
+  mkdir -p "$asr/eval"
+  : > "$asr/wer.tsv"
   for set in test:"$data/test.csv" heldout_clean:"$held/clean.csv" heldout_cond:"$held/cond.csv"; do
-    local name="${set%%:*}" csv="$out/eval/${set%%:*}.csv"
+    local name="${set%%:*}" csv="$asr/eval/${set%%:*}.csv"
     head_csv "${set#*:}" "$test_utts" > "$csv"
     wer "${name}_greedy" "$csv" --search greedy
-    wer "${name}_s2s" "$csv" --search s2s --beam 10
-    wer "${name}_s2s_lm" "$csv" --search s2s --beam 10 --lm "$lm/model.masr"
+    if [[ $model == ctc ]]; then
+      wer "${name}_ctc_beam" "$csv" --search ctc-beam --beam 10
+    else
+      wer "${name}_s2s" "$csv" --search s2s --beam 10
+      wer "${name}_s2s_lm" "$csv" --search s2s --beam 10 --lm "$lm/model.masr"
+    fi
   done
   { echo "| decode | WER % | CER % | utterances |"; echo "|---|---|---|---|"
-    awk -F'\t' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}' "$out/wer.tsv"; } > "$out/wer.md"
-  cat "$out/wer.md"
+    awk -F'\t' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}' "$asr/wer.tsv"; } > "$asr/wer.md"
+  cat "$asr/wer.md"
 }
 
 

@@ -244,3 +244,58 @@ TEST_CASE("average_checkpoints is the element-wise mean; statistics from the fir
   CHECK(mean->normalize().count() == 1);
   CHECK_THROWS_WITH(masr::models::average_checkpoints({}), Catch::Contains("no checkpoints"));
 }
+
+TEST_CASE("convert_weights: float16 storage halves the file and loads as the rounded weights",
+          "[checkpoint]") {
+  masr::testing::TempDir dir("ckpt_convert");
+  auto model = build(tiny_yaml(1), 5);
+  fill_statistics(*model);
+  const std::string path = dir.file("model.masr");
+  model->save(path);
+
+  const auto half = masr::models::convert_weights(path, dir.file("half.masr"), at::kHalf);
+  const auto loaded = AsrModel::load(dir.file("half.masr"));
+  const auto a = model->named_state();
+  const auto b = loaded->named_state();
+  REQUIRE(a.size() == b.size());
+  int64_t floating = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first);
+    CHECK(b[i].second.dtype() == a[i].second.dtype());  // loaded back into the model's own types
+    const bool statistics = a[i].first.rfind("normalize.", 0) == 0;
+    if (statistics || !a[i].second.is_floating_point()) {
+      CHECK(torch::equal(a[i].second, b[i].second));  // kept exactly
+    } else {
+      ++floating;
+      // Exactly the float32 weights rounded to float16 (round to nearest even), and back.
+      CHECK(torch::equal(b[i].second, a[i].second.to(at::kHalf).to(at::kFloat)));
+    }
+  }
+  CHECK(half.converted == floating);
+  CHECK(half.kept == static_cast<int64_t>(a.size()) - floating);
+  CHECK(half.bytes_in == std::filesystem::file_size(path));
+  CHECK(half.bytes_out == std::filesystem::file_size(dir.file("half.masr")));
+  // The weights are most of the file: float16 storage takes 50-60 % of its size.
+  CHECK(half.bytes_out < half.bytes_in * 0.6);
+  CHECK(half.bytes_out > half.bytes_in * 0.5 - 2048);
+
+  // Outputs stay close: float16 weights differ by at most 2^-11 relative.
+  const Outputs x = run(*model);
+  const Outputs y = run(*loaded);
+  CHECK(torch::equal(x.feats, y.feats));  // the front end has no weights before normalization
+  CHECK(torch::allclose(x.ctc, y.ctc, 0, 5e-2));
+  CHECK((x.ctc - y.ctc).abs().max().item<double>() > 0.0);  // the rounding did change them
+
+  // Back to float32: the same (rounded) weights, float32 storage; in place over its input.
+  const auto back = masr::models::convert_weights(dir.file("half.masr"), dir.file("half.masr"),
+                                                  at::kFloat);
+  CHECK(back.bytes_out > back.bytes_in);
+  const auto again = AsrModel::load(dir.file("half.masr"));
+  const auto c = again->named_state();
+  for (size_t i = 0; i < c.size(); ++i) CHECK(torch::equal(c[i].second, b[i].second));
+
+  CHECK_THROWS_WITH(masr::models::convert_weights(dir.file("missing.masr"), dir.file("x.masr"),
+                                                  at::kHalf),
+                    Catch::Contains("missing.masr"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("x.masr")));
+}

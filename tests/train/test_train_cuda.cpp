@@ -8,9 +8,11 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <cmath>
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "features/augment/augmenter.h"
@@ -388,6 +390,42 @@ TEST_CASE("CUDA augmentation: no host sync; lengths and row map stay on the host
   CHECK(b.source.is_cpu());
   CHECK(torch::equal(a.lengths, b.lengths));
   CHECK(max_abs_diff(a.x, b.x) < 1e-4);
+}
+
+TEST_CASE("CUDA augmentation equals the CPU one at training batch sizes", "[.cuda]") {
+  require_cuda();
+  // The time and frequency drops of hparams/CTC/conmamba_synth_gpu.yaml on batches of the sizes
+  // its 300-second batches make (the test above uses a 3 x 80 x 20 one), queued behind other GPU
+  // work so that the host runs ahead of the device as in training.
+  auto drop = [](int64_t low, int64_t high, int64_t count_high, int64_t dim) {
+    features::SpectrogramDropConfig c;
+    c.drop_length_low = low, c.drop_length_high = high, c.drop_count_low = 1;
+    c.drop_count_high = count_high, c.replace = "mean", c.dim = dim;
+    return std::make_shared<features::SpectrogramDrop>(c);
+  };
+  features::AugmenterConfig config;
+  config.min_augmentations = 2;
+  config.max_augmentations = 2;
+  const features::Augmenter augmenter(config, {drop(6, 12, 5, 1), drop(10, 20, 3, 2)});
+  torch::manual_seed(5);
+  for (const auto& [batch, frames] : std::vector<std::pair<int64_t, int64_t>>{{128, 174}, {65, 460}, {14, 960}}) {
+    const at::Tensor x = torch::randn({batch, frames, 80});
+    const at::Tensor lengths = torch::rand({batch}, torch::kFloat64) * 0.5 + 0.5;
+    const at::Tensor busy = torch::randn({4096, 4096}, at::kCUDA);
+    at::Tensor sink = busy;
+    for (int i = 0; i < 20; ++i) sink = at::matmul(sink, busy).tanh();  // keeps the GPU queue deep
+    const at::Tensor x_gpu = x.cuda();
+    at::Generator g_cpu = features::make_generator(frames), g_gpu = features::make_generator(frames);
+    const features::AugmentBatch a = augmenter.apply(x, lengths, g_cpu);
+    const features::AugmentBatch b = augmenter.apply(x_gpu, lengths, g_gpu);
+    INFO("batch " << batch << " x " << frames << " x 80");
+    CHECK(torch::equal(a.lengths, b.lengths));
+    const double changed = a.x.ne(x).to(at::kFloat).mean().item<double>();
+    CHECK(changed > 0.05);  // the drops did change the features (about 20-50 % of the values)
+    CHECK(b.x.cpu().ne(x).to(at::kFloat).mean().item<double>() == Approx(changed).margin(1e-6));
+    CHECK(max_abs_diff(a.x, b.x) < 1e-5);  // the replaced values are the batch mean, float32 sums
+    CHECK(std::isfinite(sink.sum().item<double>()));
+  }
 }
 
 TEST_CASE("CUDA trainer forward with each utterance's own lengths runs without a host sync",
