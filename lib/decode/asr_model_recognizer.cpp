@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "decode/model_scorers.h"
+#include "models/conmamba_stream.h"
 #include "models/encoder.h"
 #include "nn/conv_frontend.h"
 #include "text/tokenizer.h"
@@ -45,6 +46,12 @@ void AsrModelRecognizer::finish_setup() {
   frame_seconds_ = model_->fbank().config().hop_length_ms / 1000.0 *
                    static_cast<double>(model_->cnn().time_stride());
   model_->eval();
+  try {
+    (void)models::causal_conmamba(model_->transformer());  // throws for a model that looks ahead
+    causal_ = true;
+  } catch (const Error&) {
+    causal_ = false;
+  }
 }
 
 std::pair<at::Tensor, at::Tensor> AsrModelRecognizer::encode(const at::Tensor& wavs,

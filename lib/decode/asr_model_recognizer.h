@@ -38,6 +38,7 @@ class AsrModelRecognizer : public RecognitionModel {
   at::Device device() const override;
   // Feature hop times the front end's subsampling, measured on the last encoded batch.
   double frame_seconds() const override { return frame_seconds_; }
+  bool causal() const override { return causal_; }
 
  private:
   void finish_setup();
@@ -45,6 +46,7 @@ class AsrModelRecognizer : public RecognitionModel {
   std::shared_ptr<models::AsrModel> model_;
   std::vector<std::string> pieces_;
   double frame_seconds_ = 0.04;
+  bool causal_ = false;
 };
 
 }  // namespace masr::decode

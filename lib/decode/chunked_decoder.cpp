@@ -182,10 +182,17 @@ WordMarks word_marks(const std::vector<std::string>& pieces) {
   return marks;
 }
 
+// For a causal model, at most this many encoder frames of a pause open the stretch after it
+// (0.12 s at 40 ms). Measured on 20 utterances joined with 0.5 s silences: the causal bundled
+// model's chunked WER 64.7 % with splits in the middle of pauses, 45.1 % with this, 40.0 % one by
+// one; the bidirectional one does better with the middle (36.3 % against 39.1 %).
+constexpr int64_t kCausalLeadFrames = 3;
+
 // Frames in [from, to) where runs of at least `min_run` frames whose best token is blank have
-// their middle: `from` first, then one split per such pause. window_ctc: (T, V) from `first`.
+// their split (the middle; with lead >= 0, at most `lead` frames before the run's end): `from`
+// first, then one split per such pause. window_ctc: (T, V) from `first`.
 std::vector<int64_t> pause_splits(const at::Tensor& window_ctc, int64_t first, int64_t from,
-                                  int64_t to, int64_t blank, int64_t min_run) {
+                                  int64_t to, int64_t blank, int64_t min_run, int64_t lead) {
   std::vector<int64_t> splits = {from};
   if (to - from < 2 * min_run || min_run < 1) return splits;
   const at::Tensor best =
@@ -193,10 +200,11 @@ std::vector<int64_t> pause_splits(const at::Tensor& window_ctc, int64_t first, i
   const int64_t* b = best.data_ptr<int64_t>();
   for (int64_t t = 0, start = 0; t <= to - from; ++t) {
     if (t < to - from && b[t] == blank) continue;
-    const int64_t middle = from + (start + t) / 2;
+    // lead >= 0: at most `lead` frames before the speech after the pause (for causal models).
+    const int64_t split = from + (lead < 0 ? (start + t) / 2 : std::max((start + t) / 2, t - lead));
     // Runs touching either end are the pauses of the cuts themselves.
-    if (t - start >= min_run && start > 0 && t < to - from && middle - splits.back() >= min_run)
-      splits.push_back(middle);
+    if (t - start >= min_run && start > 0 && t < to - from && split - splits.back() >= min_run)
+      splits.push_back(split);
     start = t + 1;
   }
   return splits;
@@ -265,7 +273,8 @@ Transcript decode_chunked(RecognitionModel& model, SampleStream& audio, const De
                                      : cut;
       std::vector<int64_t> bounds = pause_splits(ctc[0], first_frame, keep_from,
                                                  std::min(cut, end_frame), config.ctc.blank,
-                                                 pause_frames);
+                                                 pause_frames,
+                                                 model.causal() ? kCausalLeadFrames : -1);
       bounds.push_back(end_frame);
       for (size_t k = 0; k + 1 < bounds.size(); ++k) {
         const int64_t from = bounds[k] * frame;

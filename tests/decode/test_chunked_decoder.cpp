@@ -32,6 +32,7 @@ class SpellingModel : public RecognitionModel {
                                            const at::Tensor& rel_lens) override {
     ++encodes;
     longest = std::max(longest, wavs.size(1));
+    encoded.push_back(wavs.size(1));
     const int64_t frames = wavs.size(1) / 100;
     const at::Tensor ids = at::round(wavs.narrow(1, 0, frames * 100)
                                          .view({wavs.size(0), frames, 100})
@@ -53,8 +54,11 @@ class SpellingModel : public RecognitionModel {
     for (int64_t t : tokens) text += pieces()[static_cast<size_t>(t)];
     return text;
   }
+  bool causal() const override { return is_causal; }
   int encodes = 0;
   int64_t longest = 0;
+  bool is_causal = false;
+  std::vector<int64_t> encoded;  // the length in samples of every encode call's audio
 };
 
 std::vector<float> spell(const std::vector<int>& frames) {
@@ -173,6 +177,40 @@ TEST_CASE("chunked greedy equals whole-file greedy for every chunk size and over
         CHECK(model.longest <= static_cast<int64_t>((chunk + 1.0) * 2500));  // bounded windows
       }
     }
+  }
+}
+
+TEST_CASE("chunked segments: pauses split in the middle, for a causal model just before speech",
+          "[decode][chunked]") {
+  // 10 frames of speech, 20 of pause, 10 of speech, 20 of pause, 10 of speech (2.8 s): one
+  // window, then each stretch between the pauses (at least 0.3 s = 8 frames) encoded again.
+  std::vector<int> frames;
+  for (int part = 0; part < 5; ++part) {
+    if (part % 2 == 0) {
+      for (int f = 0; f < 10; ++f) frames.push_back(f % 2 == 0 ? 2 : 3);
+    } else {
+      frames.insert(frames.end(), 20, 0);
+    }
+  }
+  const std::vector<float> wav = spell(frames);
+  DecodeConfig config;
+  config.search = Search::kGreedy;
+  ChunkingOptions chunking{30.0, 2.0, 0.3};
+  std::string text;
+  for (const bool causal : {false, true}) {
+    CAPTURE(causal);
+    SpellingModel model;
+    model.is_causal = causal;
+    MemorySampleStream stream(wav);
+    const Transcript t = decode_chunked(model, stream, config, chunking, nullptr, {});
+    // Pauses [10, 30) and [40, 60): split at their middles (20, 50), or for a causal model at
+    // most 3 frames before the speech after them (27, 57); the text is the same either way.
+    const std::vector<int64_t> expected =
+        causal ? std::vector<int64_t>{7000, 2700, 3000, 1300} : std::vector<int64_t>{7000, 2000, 3000, 2000};
+    CHECK(model.encoded == expected);
+    if (!causal) text = t.text;
+    CHECK(t.text == text);
+    CHECK(t.text == "ababababab ababababab ababababab");
   }
 }
 
