@@ -40,9 +40,11 @@ Runner add_convert_command(CLI::App& app, GlobalOptions& global);
 // are hparams overrides rather than falling through to the root.
 void add_global_options(CLI::App& app, GlobalOptions& global);
 
-// A --precision option of `cmd` that accepts the names of `allowed` and stores the parsed value.
+// A precision option of `cmd` (--precision, or `name`) that accepts the names of `allowed` and
+// stores the parsed value.
 CLI::Option* add_precision_option(CLI::App* cmd, runtime::Precision& precision,
                                   const std::vector<runtime::Precision>& allowed,
-                                  const std::string& description);
+                                  const std::string& description,
+                                  const std::string& name = "--precision");
 
 }  // namespace masr::cli

@@ -1,6 +1,5 @@
 // apps/mamba-asr/convert.cpp
 // `mamba-asr convert`: a model file rewritten with its weights stored in another precision.
-#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -17,9 +16,6 @@ struct ConvertOptions {
 };
 
 int run_convert(const ConvertOptions& o) {
-  if (!std::filesystem::is_regular_file(o.in)) {
-    throw Error(ErrorKind::kIo, "convert: '" + o.in + "' is not a model file (no such file)");
-  }
   const at::ScalarType dtype = o.weights == runtime::Precision::kFp16 ? at::kHalf : at::kFloat;
   const models::WeightConversion r = models::convert_weights(o.in, o.out, dtype);
   MASR_LOG_INFO("convert: %lld tensors stored as %s, %lld kept (integers, normalization "
@@ -49,15 +45,8 @@ Runner add_convert_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("input", o->in, "The model file to read")->required();
   cmd->add_option("output", o->out, "The model file to write (atomically; may be the input)")
       ->required();
-  cmd->add_option_function<std::string>(
-         "--weights",
-         [o](const std::string& text) {
-           o->weights = runtime::parse_precision(
-               text, "--weights", {runtime::Precision::kFp16, runtime::Precision::kFp32});
-         },
-         "How the weights are stored: fp16 or fp32")
-      ->default_str("fp16")
-      ->check(CLI::IsMember({"fp16", "fp32"}));
+  add_precision_option(cmd, o->weights, {runtime::Precision::kFp16, runtime::Precision::kFp32},
+                       "How the weights are stored: fp16 or fp32", "--weights");
   add_global_options(*cmd, global);
   return [o] { return run_convert(*o); };
 }

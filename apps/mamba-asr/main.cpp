@@ -141,15 +141,15 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
 
 CLI::Option* add_precision_option(CLI::App* cmd, runtime::Precision& precision,
                                   const std::vector<runtime::Precision>& allowed,
-                                  const std::string& description) {
+                                  const std::string& description, const std::string& name) {
   std::vector<std::string> names;
   for (runtime::Precision p : allowed) names.emplace_back(runtime::precision_name(p));
   // The check runs before the callback, so the callback only sees one of `names`.
   return cmd
       ->add_option_function<std::string>(
-          "--precision",
-          [&precision, allowed](const std::string& text) {
-            precision = runtime::parse_precision(text, "--precision", allowed);
+          name,
+          [&precision, allowed, name](const std::string& text) {
+            precision = runtime::parse_precision(text, name, allowed);
           },
           description)
       ->default_str(runtime::precision_name(precision))

@@ -15,6 +15,12 @@
 namespace masr::models {
 namespace {
 
+// A weight: a floating-point tensor other than the normalization statistics, which come from the
+// best checkpoint when averaging and stay float32 when converting.
+bool is_weight(const std::string& name, const at::Tensor& tensor) {
+  return tensor.is_floating_point() && name.rfind("normalize.", 0) != 0;
+}
+
 [[noreturn]] void bad_file(const std::string& path, const std::string& why) {
   throw_input_error("model file '" + path + "': " + why);
 }
@@ -73,10 +79,9 @@ std::shared_ptr<AsrModel> average_checkpoints(const std::vector<std::string>& pa
   std::vector<std::pair<std::string, at::Tensor>> mean;
   for (size_t k = 0; k < state.size(); ++k) {
     const auto& [name, tensor] = state[k];
-    const bool normalizer = name.rfind("normalize.", 0) == 0;
-    mean.emplace_back(name, normalizer || !tensor.is_floating_point()
-                                ? tensor
-                                : (sums[k] / static_cast<double>(paths.size())).to(tensor.dtype()));
+    mean.emplace_back(name, is_weight(name, tensor)
+                                ? (sums[k] / static_cast<double>(paths.size())).to(tensor.dtype())
+                                : tensor);
   }
   model->load_state(mean, "average of " + std::to_string(paths.size()) + " checkpoints");
   return model;
@@ -92,8 +97,7 @@ WeightConversion convert_weights(const std::string& in, const std::string& out,
   WeightConversion report;
   report.bytes_in = std::filesystem::file_size(in);
   for (auto& [name, tensor] : data.state) {
-    const bool statistics = name.rfind("normalize.", 0) == 0;
-    if (statistics || !tensor.is_floating_point()) {
+    if (!is_weight(name, tensor)) {
       ++report.kept;
       continue;
     }

@@ -74,7 +74,6 @@ class AsrTask {
   explicit AsrTask(const hparams::Hparams& hp);
 
   TaskKind kind() const { return kind_; }
-  bool augments() const { return augment_ != nullptr; }
   // The module whose state is the model checkpoint (hparams `model`, a ModuleList).
   torch::nn::Module& model() { return *model_; }
   const std::shared_ptr<torch::nn::Module>& model_ptr() const { return model_; }

@@ -4,11 +4,12 @@
 // but the binary; the causal one streams to the same text; `convert` rewrites model files.
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "run_cli.h"
 
@@ -33,15 +34,13 @@ std::map<std::string, std::string> transcripts(const std::string& output) {
 
 // The text of the last "final" JSON line of `stream` output.
 std::string final_text(const std::string& output) {
-  const size_t final_at = output.rfind("\"type\":\"final\"");
-  if (final_at == std::string::npos) return "<no final>";
-  const size_t line_start = output.rfind('\n', final_at) == std::string::npos
-                                ? 0
-                                : output.rfind('\n', final_at) + 1;
-  const size_t text_at = output.find("\"text\":\"", line_start);
-  if (text_at == std::string::npos || text_at > final_at) return "<no text>";
-  const size_t begin = text_at + 8;
-  return output.substr(begin, output.find('"', begin) - begin);
+  std::string text = "<no final>";
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.value("type", "") == "final") text = j.value("text", "<no text>");
+  }
+  return text;
 }
 
 double cer_of(const std::string& output) {
