@@ -163,7 +163,12 @@ int run_bench(BenchOptions& options, const GlobalOptions& global) {
     }
   }
   if (format != runtime::ResultFormat::kJson) std::cout << runtime::format_results(results, format);
-  return 0;
+  int failed = 0;
+  for (const auto& r : results) {
+    if (!r.failed.empty()) std::cerr << "bench: " << r.name << " FAILED: " << r.failed << "\n";
+    failed += r.failed.empty() ? 0 : 1;
+  }
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -186,7 +191,9 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
       "  mamba-asr --device cuda bench decode-files --model models/conmamba-ctc-synth-en \\\n"
       "      --input @test.txt --batch 32,128\n"
       "  mamba-asr --threads 2 bench scan --json\n"
-      "  mamba-asr bench encoder --lengths 1,10,60,300,1800 --svg encoder_vs_length.svg");
+      "  mamba-asr bench encoder --lengths 1,10,60,300,1800 --svg encoder_vs_length.svg\n"
+      "  mamba-asr --threads 2 bench long-audio --model models/conmamba-ctc-synth-en \\\n"
+      "      --lengths 600,3600 --repeat 1 --memory-limit 1000");
   cmd->add_option("names", options->names, "Benchmarks to run (see --list)");
   cmd->add_flag("--list", options->list, "List the benchmarks");
   cmd->add_option("--hparams", options->settings.hparams, "Model for model benchmarks and --tune");
@@ -214,16 +221,18 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
       cmd, options->settings.precision,
       {runtime::Precision::kFp32, runtime::Precision::kBf16, runtime::Precision::kFp16},
       "train-step and decode-files precision on CUDA: fp32, bf16, fp16");
-  cmd->add_option("--model", options->settings.model, "decode-files: a trained model (file or folder)");
+  cmd->add_option("--model", options->settings.model, "decode-files, long-audio: a trained model (file or folder); stream: a causal one");
   cmd->add_option("--input", options->settings.inputs,
                   "decode-files: audio inputs as decode takes them (files, folders, @list, CSV); "
+                  "long-audio, stream: audio files (default: the bundled examples); "
                   "loader: a SpeechBrain CSV of training audio ($data_root: the CSV's folder); repeatable");
   cmd->add_option("--batch-seconds", options->settings.batch_seconds,
                   "decode-files: padded audio seconds per batch (0: --batch alone), as decode's; "
                   "loader with --input: max_batch_length (0: 500 s, ConMamba-L's)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--search", options->settings.search, "decode-files: greedy, ctc-beam or s2s")
+  cmd->add_option("--search", options->settings.search,
+                  "decode-files, long-audio: greedy, ctc-beam or s2s")
       ->capture_default_str()
       ->check(CLI::IsMember({"greedy", "ctc-beam", "s2s"}));
   cmd->add_flag("--profile", options->settings.profile,
@@ -237,12 +246,19 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--lengths", options->lengths,
                   "encoder: audio lengths in seconds to sweep, e.g. 1,10,60,300,1800; --hparams "
                   "then takes FILE[:conmamba|conformer|transformer],... (default: ConMamba-S, "
-                  "Conformer-S and a Transformer of about their size)");
+                  "Conformer-S and a Transformer of about their size); long-audio: recording "
+                  "lengths (default 600,3600)");
   cmd->add_option("--time-limit", options->settings.time_limit,
                   "encoder --lengths: seconds one encoder may spend on one length (probe, warm-up "
-                  "and repetitions; fewer repetitions or a skip beyond it)")
+                  "and repetitions; fewer repetitions or a skip beyond it); long-audio: no further "
+                  "repetition of a length starts beyond it")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 1e6));
+  cmd->add_option("--memory-limit", options->settings.memory_limit_mib,
+                  "long-audio: peak memory in MiB a length may reach; above it the result fails "
+                  "and bench exits with 1 (0: no bound)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--svg", options->settings.svg,
                   "encoder --lengths: write a plot of time and memory against length to FILE");
   cmd->add_flag("--json", options->json, "One JSON object per result (with --tune: the plan)");

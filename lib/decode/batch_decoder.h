@@ -47,9 +47,8 @@ class RecognitionModel {
   virtual int sample_rate() const { return 16000; }
   virtual at::Device device() const { return at::kCPU; }  // where encode runs
   virtual double frame_seconds() const { return 0.04; }  // encoder frame shift
-  // Whether the encoder only looks back (a causal ConMamba). Chunked decoding then starts each
-  // stretch just before the speech after a pause: such a model decodes a stretch that opens with
-  // a long silence badly.
+  // Whether the encoder only looks back (a causal ConMamba). Chunked decoding then keeps no
+  // silence before the speech of a stretch: such a model is thrown off by any.
   virtual bool causal() const { return false; }
 };
 

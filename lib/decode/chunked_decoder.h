@@ -26,9 +26,10 @@ struct ChunkingOptions {
   // A gap of at least this long between the last token before a cut and the first after it is a
   // word boundary (a word separator is inserted when neither side has one).
   double pause_seconds = 0.3;
-  // Each kept part is encoded again on its own audio (from cut to cut, both in pauses) and that
-  // is what is searched: the encoder then sees what it saw in training, one stretch of speech
-  // between pauses, at the price of a second encoder pass. Off: the kept frames of the window,
+  // Each stretch of the kept part between pauses is encoded again on its own audio, trimmed to
+  // its speech (silence kept: 0.05 s before it, none for a causal model, 0.1 s after it), and that
+  // is what is searched: the encoder then sees what it saw in training, one utterance that starts
+  // with its speech, at the price of a second encoder pass. Off: the kept frames of the window,
   // which saw the overlap as context, are searched.
   bool segments = true;
 
@@ -56,6 +57,7 @@ void append_hypothesis(CtcHypothesis& all, const CtcHypothesis& piece, int64_t o
 
 struct ChunkedDecodeStats {
   size_t windows = 0;
+  size_t stretches = 0;  // segments mode: stretches encoded again on their own
   double seconds = 0.0;  // audio decoded
 };
 

@@ -67,14 +67,21 @@ std::string metric_text(const BenchResult& r) {
   std::string out;
   char buf[96];
   for (const auto& [name, value] : r.metrics) {
-    if (name == "peak_bytes") {
-      std::snprintf(buf, sizeof(buf), "peak %.1f MiB", value / (1 << 20));
+    const size_t stem = name.size() - std::min<size_t>(name.size(), 6);
+    if (name.compare(stem, std::string::npos, "_bytes") == 0) {  // peak_bytes: "peak 1.0 MiB"
+      std::snprintf(buf, sizeof(buf), "%s %.1f MiB", name.substr(0, stem).c_str(),
+                    value / (1 << 20));
     } else {
       std::snprintf(buf, sizeof(buf), "%s %.4g", name.c_str(), value);
     }
     out += (out.empty() ? "" : ", ") + std::string(buf);
   }
   return out;
+}
+
+// The note, and the missed bound when there is one.
+std::string note_text(const BenchResult& r) {
+  return r.failed.empty() ? r.note : r.note + (r.note.empty() ? "" : "; ") + "FAILED: " + r.failed;
 }
 
 std::string throughput_text(const BenchResult& r) {
@@ -99,6 +106,7 @@ std::string json_lines(const std::vector<BenchResult>& results) {
                         {"throughput_per_s", r.throughput()},
                         {"note", r.note}};
     for (const auto& [name, value] : r.metrics) j[name] = value;
+    if (!r.failed.empty()) j["failed"] = r.failed;
     out << j.dump() << "\n";
   }
   return out.str();
@@ -136,7 +144,7 @@ std::string csv(const std::vector<BenchResult>& results) {
         if (name == m) out << value;
       }
     }
-    out << "," << csv_field(r.note) << "\n";
+    out << "," << csv_field(note_text(r)) << "\n";
   }
   return out.str();
 }
@@ -150,7 +158,7 @@ std::string markdown(const std::vector<BenchResult>& results) {
     std::snprintf(buf, sizeof(buf), "%.3f | %.3f - %.3f", r.median() * 1e3, r.percentile(10) * 1e3,
                   r.percentile(90) * 1e3);
     out << "| " << r.name << " | " << buf << " | " << throughput_text(r) << " | " << metric_text(r)
-        << " | " << r.note << " |\n";
+        << " | " << note_text(r) << " |\n";
   }
   return out.str();
 }
@@ -165,7 +173,7 @@ std::string table(const std::vector<BenchResult>& results) {
     const std::string metrics = metric_text(r);
     std::snprintf(line, sizeof(line), "%-34s %10.3f ms %10.3f - %8.3f ms %18s  %s%s%s\n",
                   r.name.c_str(), r.median() * 1e3, r.percentile(10) * 1e3, r.percentile(90) * 1e3,
-                  throughput_text(r).c_str(), r.note.c_str(), metrics.empty() ? "" : "; ",
+                  throughput_text(r).c_str(), note_text(r).c_str(), metrics.empty() ? "" : "; ",
                   metrics.c_str());
     out << line;
   }

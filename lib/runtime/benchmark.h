@@ -49,6 +49,8 @@ struct BenchSettings {
   std::vector<double> lengths;
   double time_limit = 600.0;
   std::string svg;
+  // long-audio: the peak memory (MiB) a length may reach before its result fails (0: no bound).
+  double memory_limit_mib = 0.0;
 };
 
 // One measured quantity: per-repetition samples of a time, plus a derived throughput.
@@ -60,6 +62,9 @@ struct BenchResult {
   std::string note;             // shapes, threads, anything needed to reproduce
   // Further named numbers (rtf, latency_p90_ms, peak_bytes, ...), reported in every format.
   std::vector<std::pair<std::string, double>> metrics;
+  // A bound the benchmark asserts and this result missed (empty: none, or none asserted); shown
+  // in every format, and `mamba-asr bench` then exits with status 1.
+  std::string failed;
 
   double median() const;
   double percentile(double p) const;  // p in [0, 100], linear interpolation

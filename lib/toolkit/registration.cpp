@@ -4,6 +4,7 @@
 #include "models/registration.h"
 #include "toolkit/benchmarks.h"
 #include "toolkit/encoder_length_bench.h"
+#include "toolkit/long_audio_bench.h"
 #include "toolkit/step_bench.h"
 #include "toolkit/stream_bench.h"
 
@@ -17,6 +18,7 @@ void register_all(hparams::Registry& registry) {
   register_scan_bench();
   register_step_benchmarks();
   register_stream_bench();
+  register_long_audio_bench();
   register_encoder_bench();
   register_encoder_length_benchmark();  // extends the "encoder" benchmark: after it
 }

@@ -133,3 +133,36 @@ TEST_CASE("convert: float16 and float32 weight storage through the binary", "[cl
   CHECK(not_model.output.find("not a mamba-asr model") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("bench long-audio: peak memory per length, and a bound that fails the run",
+          "[cli][bundled]") {
+  // 70 s of the examples looped: three 30 s windows, the bundled model's default chunking.
+  std::string bench = "--threads 1 bench long-audio --model " + kModel +
+                      " --lengths 70 --warmup 0 --repeat 1 --json";
+  for (const char* name : {"en_gb_x_gbclan_m1-000167", "en_gb_x_gbcwmd_m5-002757",
+                           "en_us_nyc_m4-000499"})
+    bench += " --input " + kModel + "/examples/" + name + ".wav";
+  bench += " --memory-limit ";
+  auto r = run_cli(bench + "100000");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  nlohmann::json result;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.value("name", "") == "long-audio/70s") result = j;
+  }
+  REQUIRE(result.is_object());
+  CHECK(result["work"].get<double>() == 70.0);
+  CHECK(result["windows"].get<double>() >= 3);
+  // Each 0.5 s pause between the 3 clips ends a stretch: at least one per clip played.
+  CHECK(result["stretches"].get<double>() >= 10);
+  CHECK(result["words"].get<double>() > 100);
+  CHECK(result["peak_bytes"].get<double>() >= result["start_bytes"].get<double>());
+  CHECK(result["peak_bytes"].get<double>() > 50e6);  // the process with LibTorch and the model
+  CHECK_FALSE(result.contains("failed"));
+
+  r = run_cli(bench + "1");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.output, Catch::Contains("FAILED: peak") && Catch::Contains("over --memory-limit 1 MiB"));
+}

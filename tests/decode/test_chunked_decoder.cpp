@@ -23,9 +23,10 @@ using namespace masr::decode;
 
 namespace {
 
-// 100 samples are one 40 ms encoder frame whose best token is round(8 x its first sample):
+// 100 samples are one 40 ms encoder frame whose best token is round(8 x its middle sample):
 // 0 blank, 1 " ", 2 "a", 3 "b", 4 "c". Each frame depends on its own samples only, so any window
-// gives the same frames as the whole file.
+// gives the same frames as the whole file, and audio that starts off the frame grid gives the
+// frames of the file whose middles it holds.
 class SpellingModel : public RecognitionModel {
  public:
   std::pair<at::Tensor, at::Tensor> encode(const at::Tensor& wavs,
@@ -36,7 +37,7 @@ class SpellingModel : public RecognitionModel {
     const int64_t frames = wavs.size(1) / 100;
     const at::Tensor ids = at::round(wavs.narrow(1, 0, frames * 100)
                                          .view({wavs.size(0), frames, 100})
-                                         .select(2, 0) * 8)
+                                         .select(2, 50) * 8)
                                .to(at::kLong)
                                .clamp(0, 4);
     const at::Tensor enc = at::log_softmax(at::one_hot(ids, 5).to(at::kFloat) * 6.0, -1);
@@ -172,7 +173,8 @@ TEST_CASE("chunked greedy equals whole-file greedy for every chunk size and over
           CHECK(t.words[i].end == Approx(expected.words[i].end));
         }
         CHECK(stats.seconds == Approx(60.0));
-        CHECK(static_cast<size_t>(model.encodes) >= stats.windows);
+        CHECK(static_cast<size_t>(model.encodes) == stats.windows + stats.stretches);
+        CHECK((segments || stats.stretches == 0));
         CHECK(model.encodes >= static_cast<int>(60.0 / chunk));
         CHECK(model.longest <= static_cast<int64_t>((chunk + 1.0) * 2500));  // bounded windows
       }
@@ -180,10 +182,11 @@ TEST_CASE("chunked greedy equals whole-file greedy for every chunk size and over
   }
 }
 
-TEST_CASE("chunked segments: pauses split in the middle, for a causal model just before speech",
+TEST_CASE("chunked segments: split at pauses, each stretch trimmed to its speech",
           "[decode][chunked]") {
   // 10 frames of speech, 20 of pause, 10 of speech, 20 of pause, 10 of speech (2.8 s): one
-  // window, then each stretch between the pauses (at least 0.3 s = 8 frames) encoded again.
+  // window, then each stretch between the pauses (at least 0.3 s = 8 frames) encoded again, from
+  // its first sound to 0.1 s (250 samples) after its last.
   std::vector<int> frames;
   for (int part = 0; part < 5; ++part) {
     if (part % 2 == 0) {
@@ -192,26 +195,48 @@ TEST_CASE("chunked segments: pauses split in the middle, for a causal model just
       frames.insert(frames.end(), 20, 0);
     }
   }
-  const std::vector<float> wav = spell(frames);
+  std::vector<float> wav = spell(frames);
   DecodeConfig config;
   config.search = Search::kGreedy;
-  ChunkingOptions chunking{30.0, 2.0, 0.3};
-  std::string text;
-  for (const bool causal : {false, true}) {
-    CAPTURE(causal);
-    SpellingModel model;
-    model.is_causal = causal;
-    MemorySampleStream stream(wav);
-    const Transcript t = decode_chunked(model, stream, config, chunking, nullptr, {});
-    // Pauses [10, 30) and [40, 60): split at their middles (20, 50), or for a causal model at
-    // most 3 frames before the speech after them (27, 57); the text is the same either way.
-    const std::vector<int64_t> expected =
-        causal ? std::vector<int64_t>{7000, 2700, 3000, 1300} : std::vector<int64_t>{7000, 2000, 3000, 2000};
-    CHECK(model.encoded == expected);
-    if (!causal) text = t.text;
-    CHECK(t.text == text);
-    CHECK(t.text == "ababababab ababababab ababababab");
-  }
+  config.word_start_shift = 0.0;  // word starts at their first frame
+  const ChunkingOptions chunking{30.0, 2.0, 0.3};
+  // A causal model (no silence kept before the speech): pauses [10, 30) and [40, 60) split at 20
+  // and 50; the stretches [0, 20), [20, 50), [50, 70) trimmed to samples [0, 1250), [3000, 4250),
+  // [6000, 7000).
+  SpellingModel model;
+  model.is_causal = true;
+  MemorySampleStream stream(wav);
+  Transcript t = decode_chunked(model, stream, config, chunking, nullptr, {});
+  CHECK(model.encoded == std::vector<int64_t>{7000, 1250, 1250, 1000});
+  CHECK(t.text == "ababababab ababababab ababababab");
+  CHECK(t.words.at(1).start == Approx(1.2));  // frames of the whole file
+  CHECK(t.words.at(2).start == Approx(2.4));
+
+  // Speech that starts inside a frame: the stretch starts at its first loud sample, off the
+  // frame grid, and its frames are placed at the nearest frame of the file.
+  std::vector<float> late_wav = wav;
+  std::fill(late_wav.begin() + 3000, late_wav.begin() + 3040, 0.0f);  // 0.4 frame later
+  model.encoded.clear();
+  MemorySampleStream late(late_wav);
+  t = decode_chunked(model, late, config, chunking, nullptr, {});
+  CHECK(model.encoded.at(2) == 1210);
+  CHECK(t.words.at(1).start == Approx(1.2));  // 30.4 frames: frame 30
+  // Quiet is relative: 50 dB under the loudest 10 ms. -60 dB noise in the pauses is silence.
+  for (float& x : late_wav)
+    if (x == 0.0f) x = (&x - late_wav.data()) % 2 ? 1e-3f : -1e-3f;
+  model.encoded.clear();
+  MemorySampleStream noisy(late_wav);
+  t = decode_chunked(model, noisy, config, chunking, nullptr, {});
+  CHECK(model.encoded == std::vector<int64_t>{7000, 1250, 1210, 1000});
+  CHECK(t.text == "ababababab ababababab ababababab");
+
+  // A bidirectional model keeps 0.05 s (125 samples) before the speech: [0, 1250),
+  // [2875, 4250), [5875, 7000).
+  SpellingModel bidirectional;
+  MemorySampleStream again(wav);
+  t = decode_chunked(bidirectional, again, config, chunking, nullptr, {});
+  CHECK(bidirectional.encoded == std::vector<int64_t>{7000, 1250, 1375, 1125});
+  CHECK(t.text == "ababababab ababababab ababababab");
 }
 
 TEST_CASE("chunked prefix beam search equals whole-file beam search on a spelled file",
