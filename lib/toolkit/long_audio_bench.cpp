@@ -16,7 +16,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "audio/audio_reader.h"
 #include "core/error.h"
 #include "decode/chunked_decoder.h"
 #include "decode/recognizer.h"
@@ -25,6 +24,7 @@
 #include "runtime/benchmark.h"
 #include "runtime/peak_memory.h"
 #include "toolkit/step_bench.h"
+#include "toolkit/stream_bench.h"
 
 namespace masr::toolkit {
 namespace {
@@ -96,18 +96,7 @@ std::vector<runtime::BenchResult> run_long_audio(const runtime::BenchSettings& s
   }
   const int rate = recognizer->sample_rate();
 
-  std::vector<std::string> files = settings.inputs;
-  if (files.empty()) {
-    const std::string examples = "models/conmamba-ctc-synth-en/examples/";
-    for (const char* name : {"en_gb_x_gbclan_m1-000167.wav", "en_gb_x_gbcwmd_m5-002757.wav",
-                             "en_us_nyc_m4-000499.wav"})
-      files.push_back(examples + name);
-  }
-  std::vector<std::vector<float>> clips;
-  for (const auto& f : files) {
-    clips.push_back(audio::read_audio(f, rate).samples);
-    if (clips.back().empty()) throw_input_error("bench long-audio: '" + f + "' holds no samples");
-  }
+  const std::vector<std::vector<float>> clips = bench_clips(settings.inputs, rate);
   const decode::ChunkingOptions chunking;  // decode's defaults
   const auto pause = static_cast<int64_t>(kPauseSeconds * rate);
 
@@ -153,7 +142,7 @@ std::vector<runtime::BenchResult> run_long_audio(const runtime::BenchSettings& s
                  {"windows", static_cast<double>(windows)},
                  {"stretches", static_cast<double>(stretches)},
                  {"words", static_cast<double>(words)}};
-    r.note = model_name + ", " + std::to_string(files.size()) + " clips looped with " +
+    r.note = model_name + ", " + std::to_string(clips.size()) + " clips looped with " +
              "0.5 s pauses, " + decode::search_name(recognizer->search()) + ", chunks of " +
              std::to_string(static_cast<int>(chunking.chunk_seconds)) + " s, " +
              std::to_string(at::get_num_threads()) + " threads, peak " +
@@ -178,9 +167,9 @@ void register_long_audio_bench() {
   runtime::register_benchmark(
       {"long-audio",
        "A long recording decoded in chunks as `decode` does (--model, or --hparams for random "
-       "weights; --input clips, default the "
-       "bundled examples, looped with 0.5 s pauses; --lengths seconds, default 600,3600; "
-       "--search): peak memory and RTF per length; --memory-limit MB fails the run above it",
+       "weights; --input clips, default the bundled examples, looped with 0.5 s pauses; "
+       "--lengths seconds, default 600,3600; --search): peak memory and RTF per length; "
+       "--memory-limit MIB fails the run above it",
        run_long_audio, /*only_when_named=*/true});
 }
 

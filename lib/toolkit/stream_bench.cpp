@@ -35,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Latencies {
   std::vector<double> first_token, end_of_speech;  // seconds
-  int64_t replays = 0;  // floor replays (models/asr_stream.h)
+  int64_t replays = 0;                             // floor replays (models/asr_stream.h)
 };
 
 double seconds_since(Clock::time_point t0) {
@@ -96,19 +96,6 @@ std::shared_ptr<models::AsrModel> bench_model(const runtime::BenchSettings& sett
   return model;
 }
 
-std::vector<std::vector<float>> bench_audio(const runtime::BenchSettings& settings, int rate) {
-  std::vector<std::string> files = settings.inputs;
-  if (files.empty()) {
-    const std::string examples = "models/conmamba-ctc-synth-en/examples/";
-    for (const char* name : {"en_gb_x_gbclan_m1-000167.wav", "en_gb_x_gbcwmd_m5-002757.wav",
-                             "en_us_nyc_m4-000499.wav"})
-      files.push_back(examples + name);
-  }
-  std::vector<std::vector<float>> out;
-  for (const auto& f : files) out.push_back(audio::read_audio(f, rate).samples);
-  return out;
-}
-
 std::vector<runtime::BenchResult> run_stream_bench(const runtime::BenchSettings& settings) {
   const auto model = bench_model(settings);
   std::vector<std::string> pieces;
@@ -116,9 +103,10 @@ std::vector<runtime::BenchResult> run_stream_bench(const runtime::BenchSettings&
   decode::StreamingConfig config;
   config.endpoint_seconds = config.idle_seconds = 0;  // one final per utterance
   const decode::StreamingRecognizer recognizer(model, pieces, config);
-  const auto wavs = bench_audio(settings, recognizer.sample_rate());
+  const auto wavs = bench_clips(settings.inputs, recognizer.sample_rate());
   double audio_seconds = 0;
-  for (const auto& w : wavs) audio_seconds += static_cast<double>(w.size()) / recognizer.sample_rate();
+  for (const auto& w : wavs)
+    audio_seconds += static_cast<double>(w.size()) / recognizer.sample_rate();
   const int threads_before = at::get_num_threads();
   std::vector<runtime::BenchResult> results;
   for (const int threads : {1, 2}) {
@@ -162,6 +150,21 @@ std::vector<runtime::BenchResult> run_stream_bench(const runtime::BenchSettings&
 }
 
 }  // namespace
+
+std::vector<std::vector<float>> bench_clips(std::vector<std::string> files, int rate) {
+  if (files.empty()) {
+    const std::string examples = "models/conmamba-ctc-synth-en/examples/";
+    for (const char* name : {"en_gb_x_gbclan_m1-000167.wav", "en_gb_x_gbcwmd_m5-002757.wav",
+                             "en_us_nyc_m4-000499.wav"})
+      files.push_back(examples + name);
+  }
+  std::vector<std::vector<float>> out;
+  for (const auto& f : files) {
+    out.push_back(audio::read_audio(f, rate).samples);
+    if (out.back().empty()) throw_input_error("bench: '" + f + "' holds no samples");
+  }
+  return out;
+}
 
 void register_stream_bench() {
   runtime::register_benchmark(

@@ -4,8 +4,15 @@
 // percentiles and the real-time factor.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace masr::toolkit {
 
 void register_stream_bench();
+
+// The audio of the benchmarks that take --input clips (stream, long-audio): those files, or with
+// none the bundled model's three examples (paths from the repository root), at `rate`.
+std::vector<std::vector<float>> bench_clips(std::vector<std::string> files, int rate);
 
 }  // namespace masr::toolkit
