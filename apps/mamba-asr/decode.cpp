@@ -243,8 +243,9 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       ->check(CLI::Range(0.0, 1e5));
   cmd->add_flag("!--chunk-context", o.transcribe.chunking.segments,
                 "Long files: search each window's kept frames as encoded with the overlap as "
-                "context, instead of encoding every stretch between two cuts again on its own "
-                "(faster: one encoder pass; docs/decode.md compares the two)");
+                "context, instead of encoding every stretch between two pauses again on its "
+                "own, trimmed to its speech (faster: one encoder pass; docs/decode.md compares "
+                "the two)");
   cmd->add_option("--read-ahead", o.transcribe.read_ahead_batches,
                   "Batches of audio read ahead of decoding")
       ->capture_default_str()
