@@ -235,10 +235,7 @@ struct BlockEnergy {
     for (int64_t b = from; b < to; b += block) {
       double sum = 0.0;
       const int64_t e = std::min(to, b + block);
-      for (int64_t i = b; i < e; ++i) {
-        const double x = audio.samples[i - audio.start];
-        sum += x * x;
-      }
+      for (int64_t i = b; i < e; ++i) sum += double(audio.at(i)) * audio.at(i);
       energy.push_back(sum / static_cast<double>(e - b));
       loudest = std::max(loudest, energy.back());
       quietest = std::min(quietest, energy.back());

@@ -202,8 +202,7 @@ std::vector<runtime::BenchResult> run_s2s_decode(const runtime::BenchSettings& s
   if (!settings.device.is_cpu()) model->to(runtime::torch_device(settings.device));
   const int rate = model->fbank().config().sample_rate;
   toolkit::prime_for_evaluation(*model, rate);
-  std::vector<std::string> pieces;
-  for (int64_t id = 0; id < model->vocab_size(); ++id) pieces.push_back("_" + std::to_string(id));
+  const std::vector<std::string> pieces = placeholder_pieces(model->vocab_size());
 
   const std::string lm_file = "hparams/LM/transformer.yaml";
   const auto lm = models::LmModel::from_hparams(hparams::load_file(lm_file, options));

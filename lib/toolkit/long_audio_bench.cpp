@@ -89,9 +89,8 @@ std::vector<runtime::BenchResult> run_long_audio(const runtime::BenchSettings& s
     options.placeholder_value = "unused";
     auto model = models::AsrModel::from_hparams(hparams::load_file(settings.hparams, options));
     prime_for_evaluation(*model, model->fbank().config().sample_rate);
-    std::vector<std::string> pieces;
-    for (int64_t i = 0; i < model->vocab_size(); ++i) pieces.push_back("_" + std::to_string(i));
-    recognizer = decode::Recognizer::from_model(std::move(model), rc, std::move(pieces));
+    const int64_t vocab = model->vocab_size();
+    recognizer = decode::Recognizer::from_model(std::move(model), rc, placeholder_pieces(vocab));
     model_name = settings.hparams + " (random weights)";
   }
   const int rate = recognizer->sample_rate();

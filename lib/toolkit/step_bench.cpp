@@ -234,6 +234,12 @@ void prime_for_evaluation(models::AsrModel& model, int sample_rate) {
   model.eval();
 }
 
+std::vector<std::string> placeholder_pieces(int64_t vocab_size) {
+  std::vector<std::string> pieces;
+  for (int64_t id = 0; id < vocab_size; ++id) pieces.push_back("_" + std::to_string(id));
+  return pieces;
+}
+
 DecodeBench::~DecodeBench() = default;
 
 runtime::BenchResult DecodeBench::run(const StepSpec& spec,

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/benchmark.h"
 
@@ -61,6 +62,9 @@ class DecodeBench {
 // normalization statistics, which evaluation requires, so one training-mode feature pass over a
 // second of random audio gives it some; then eval().
 void prime_for_evaluation(models::AsrModel& model, int sample_rate);
+
+// The text of every token id of a model without a tokenizer (random weights): "_0", "_1", ...
+std::vector<std::string> placeholder_pieces(int64_t vocab_size);
 
 // Registers "train-step" and "decode-rtf" with `mamba-asr bench` (--hparams, --batch, --seconds).
 void register_step_benchmarks();

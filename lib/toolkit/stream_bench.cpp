@@ -98,8 +98,7 @@ std::shared_ptr<models::AsrModel> bench_model(const runtime::BenchSettings& sett
 
 std::vector<runtime::BenchResult> run_stream_bench(const runtime::BenchSettings& settings) {
   const auto model = bench_model(settings);
-  std::vector<std::string> pieces;
-  for (int64_t i = 0; i < model->vocab_size(); ++i) pieces.push_back("_" + std::to_string(i));
+  const std::vector<std::string> pieces = placeholder_pieces(model->vocab_size());
   decode::StreamingConfig config;
   config.endpoint_seconds = config.idle_seconds = 0;  // one final per utterance
   const decode::StreamingRecognizer recognizer(model, pieces, config);
