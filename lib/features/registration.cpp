@@ -75,6 +75,27 @@ audio::SpeedPerturbConfig speed_perturb_config_from(const hparams::Args& args) {
   return config;
 }
 
+audio::PadSilenceConfig pad_silence_config_from(const hparams::Args& args) {
+  audio::PadSilenceConfig config;
+  config.max_lead = args.get_double("max_lead", config.max_lead);
+  config.max_tail = args.get_double("max_tail", config.max_tail);
+  config.prob = args.get_double("prob", config.prob);
+  config.sample_rate = static_cast<int>(args.get_int("sample_rate", config.sample_rate));
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    throw_config_error(args.origin() + ": " + e.what());
+  }
+  return config;
+}
+
+std::string PadSilenceObject::summary() const {
+  std::ostringstream out;
+  out << "PadSilence max_lead=" << pad.config().max_lead << " max_tail=" << pad.config().max_tail
+      << " prob=" << pad.config().prob;
+  return out.str();
+}
+
 std::string SpeedPerturbObject::summary() const {
   std::ostringstream out;
   out << "SpeedPerturb orig_freq=" << perturb.config().orig_freq << " speeds=";
@@ -94,6 +115,9 @@ void register_features_classes(hparams::Registry& registry) {
       });
   registry.implement("speechbrain.augment.time_domain.SpeedPerturb", [](const hparams::Args& a) {
     return std::make_shared<SpeedPerturbObject>(speed_perturb_config_from(a));
+  });
+  registry.implement("mamba_asr.PadSilence", [](const hparams::Args& a) {
+    return std::make_shared<PadSilenceObject>(pad_silence_config_from(a));
   });
 }
 

@@ -1,10 +1,11 @@
 // lib/features/registration.h
-// hparams builders for the front end (Fbank, InputNormalization, SpeedPerturb) and the
+// hparams builders for the front end (Fbank, InputNormalization, SpeedPerturb, PadSilence) and the
 // "features" benchmark. The objects expose the configured C++ object to whoever uses them.
 #pragma once
 
 #include <memory>
 
+#include "audio/pad_silence.h"
 #include "audio/speed_perturb.h"
 #include "features/fbank.h"
 #include "features/input_normalization.h"
@@ -32,10 +33,17 @@ struct SpeedPerturbObject : hparams::Object {
   audio::SpeedPerturb perturb;
 };
 
+struct PadSilenceObject : hparams::Object {
+  explicit PadSilenceObject(audio::PadSilenceConfig config) : pad(std::move(config)) {}
+  std::string summary() const override;
+  audio::PadSilence pad;
+};
+
 // Config structs from validated `!new:` arguments (throw config errors naming the file and key).
 FbankConfig fbank_config_from(const hparams::Args& args);
 InputNormalizationConfig input_normalization_config_from(const hparams::Args& args);
 audio::SpeedPerturbConfig speed_perturb_config_from(const hparams::Args& args);
+audio::PadSilenceConfig pad_silence_config_from(const hparams::Args& args);
 
 void register_features_classes(hparams::Registry& registry);
 

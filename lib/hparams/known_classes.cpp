@@ -134,6 +134,9 @@ void register_builtin_classes(Registry& r) {
   // ---- augmentation ----
   declare(r, "speechbrain.augment.time_domain.SpeedPerturb", {"mamba_asr.SpeedPerturb"},
           "speed perturbation by resampling", {"orig_freq", "speeds", "device"});
+  // mamba-asr's own (SpeechBrain has no counterpart): lib/audio/pad_silence.h.
+  declare(r, "mamba_asr.PadSilence", {}, "random silence before and after training utterances",
+          {"max_lead", "max_tail", "prob", "sample_rate"});
   declare(r, "speechbrain.augment.freq_domain.SpectrogramDrop", {"mamba_asr.SpectrogramDrop"},
           "drops chunks of time frames or frequency bins",
           {"drop_length_low", "drop_length_high", "drop_count_low", "drop_count_high", "replace",

@@ -36,7 +36,7 @@ class AsrTrainTask::Epoch final : public EpochBatches {
       : task_(task),
         epoch_(epoch),
         maker_(task.tokenizer_, task.config().sample_rate, speed_perturb_of(*task.context_.hp),
-               static_cast<uint64_t>(task.config().seed)),
+               static_cast<uint64_t>(task.config().seed), pad_silence_of(*task.context_.hp)),
         loader_(
             task.train_set_, std::move(batches),
             [this](const data::ManifestRow& row) { return maker_(row, true, epoch_); },

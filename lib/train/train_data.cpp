@@ -89,13 +89,33 @@ std::shared_ptr<const audio::SpeedPerturb> speed_perturb_of(const hparams::Hpara
   return std::shared_ptr<const audio::SpeedPerturb>(object, &object->perturb);
 }
 
+std::shared_ptr<const audio::PadSilence> pad_silence_of(const hparams::Hparams& hp) {
+  const hparams::Value* v = hp.find("pad_silence");
+  if (v == nullptr || v->type() != hparams::Value::Type::kObject || !v->instance()->object) {
+    return nullptr;
+  }
+  auto object = std::dynamic_pointer_cast<features::PadSilenceObject>(v->instance()->object);
+  if (!object) {
+    throw_config_error("train: pad_silence must be a !new:mamba_asr.PadSilence, not " +
+                       v->instance()->object->summary());
+  }
+  return std::shared_ptr<const audio::PadSilence>(object, &object->pad);
+}
+
 UtteranceMaker::UtteranceMaker(std::shared_ptr<const text::Tokenizer> tokenizer, int sample_rate,
                                std::shared_ptr<const audio::SpeedPerturb> speed_perturb,
-                               uint64_t seed)
+                               uint64_t seed, std::shared_ptr<const audio::PadSilence> pad_silence)
     : tokenizer_(std::move(tokenizer)),
       sample_rate_(sample_rate),
       speed_perturb_(std::move(speed_perturb)),
-      seed_(seed) {}
+      seed_(seed),
+      pad_silence_(std::move(pad_silence)) {
+  if (pad_silence_ && pad_silence_->config().sample_rate != sample_rate_) {
+    throw_config_error("train: pad_silence's sample_rate " +
+                       std::to_string(pad_silence_->config().sample_rate) +
+                       " differs from the recipe's " + std::to_string(sample_rate_));
+  }
+}
 
 Utterance UtteranceMaker::operator()(const data::ManifestRow& row, bool training,
                                      int64_t epoch) const {
@@ -108,9 +128,10 @@ Utterance UtteranceMaker::operator()(const data::ManifestRow& row, bool training
     // Name the manifest row too: the file at fault is often a typo in the manifest.
     throw Error(e.kind(), row.source + ": utterance '" + row.id + "': " + e.what());
   }
-  if (training && speed_perturb_) {
+  if (training && (speed_perturb_ || pad_silence_)) {
     std::mt19937_64 rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), hash_string(row.id)}));
-    u.samples = (*speed_perturb_)(u.samples, rng).samples;
+    if (speed_perturb_) u.samples = (*speed_perturb_)(u.samples, rng).samples;
+    if (pad_silence_) u.samples = (*pad_silence_)(u.samples, rng).samples;
   }
   for (int id : tokenizer_->encode(row.wrd)) u.tokens.push_back(id);
   if (u.tokens.empty()) {

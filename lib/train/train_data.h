@@ -1,6 +1,7 @@
 // lib/train/train_data.h
 // The recipes' data pipeline: the tokenizer (trained first when none exists, as train_CTC.py
-// does), per-utterance items (audio read, speed perturbation, token ids), batch plans per epoch
+// does), per-utterance items (audio read, speed perturbation, silence padding, token ids), batch
+// plans per epoch
 // (dynamic or fixed batching, sharded per data-parallel rank) and padded AsrBatches.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "audio/pad_silence.h"
 #include "audio/speed_perturb.h"
 #include "data/manifest.h"
 #include "data/sampler.h"
@@ -38,13 +40,14 @@ struct Utterance {
   std::vector<int64_t> tokens;
 };
 
-// Makes items: reads the audio at sample_rate, applies speed perturbation (training), encodes
-// the words. Random choices come from (seed, epoch, utterance id), so they do not depend on the
+// Makes items: reads the audio at sample_rate, applies speed perturbation and then silence
+// padding (training), encodes the words. Random choices come from (seed, epoch, utterance id), so they do not depend on the
 // worker threads nor on where a run was resumed.
 class UtteranceMaker {
  public:
   UtteranceMaker(std::shared_ptr<const text::Tokenizer> tokenizer, int sample_rate,
-                 std::shared_ptr<const audio::SpeedPerturb> speed_perturb, uint64_t seed);
+                 std::shared_ptr<const audio::SpeedPerturb> speed_perturb, uint64_t seed,
+                 std::shared_ptr<const audio::PadSilence> pad_silence = nullptr);
   Utterance operator()(const data::ManifestRow& row, bool training, int64_t epoch) const;
 
  private:
@@ -52,10 +55,13 @@ class UtteranceMaker {
   int sample_rate_;
   std::shared_ptr<const audio::SpeedPerturb> speed_perturb_;
   uint64_t seed_;
+  std::shared_ptr<const audio::PadSilence> pad_silence_;
 };
 
 // The hparams `speed_perturb` object, or null when absent.
 std::shared_ptr<const audio::SpeedPerturb> speed_perturb_of(const hparams::Hparams& hp);
+// The hparams `pad_silence` object (mamba_asr.PadSilence), or null when absent.
+std::shared_ptr<const audio::PadSilence> pad_silence_of(const hparams::Hparams& hp);
 
 // This epoch's batches (epoch >= 1), every world_size-th one from `rank` (a data-parallel rank
 // takes its own share; 0 of 1 takes all). `same_count`: every rank gets the same number, the

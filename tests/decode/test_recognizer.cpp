@@ -20,12 +20,12 @@ namespace {
 const std::string kDir = std::string(MASR_SOURCE_DIR) + "/models/conmamba-ctc-synth-en";
 const std::vector<std::string> kNames = {"en_us_nyc_m4-000499", "en_gb_x_gbclan_m1-000167",
                                          "en_gb_x_gbcwmd_m5-002757"};
-// What the bundled model hears in its examples (greedy and beam agree; the second one's spelling
-// errors are the model's own: its reference is "HE KNOWS HE DOESN'T KNOW WHAT HE'S DOING SO HE
+// What the bundled model hears in its examples (greedy and beam agree; the second one's split
+// word is the model's own: its reference is "HE KNOWS HE DOESN'T KNOW WHAT HE'S DOING SO HE
 // DOES IT CAREFULLY AND WITH GREAT RESTRAINT").
 const std::vector<std::string> kTexts = {
     "IT IS A PERIOD OF SYSTEM WAR",
-    "HE KNOS HE DOESN'T NO WHAT HE'S DO IN SO HE DOES IT CARFULLY AND WITH GREAT RESTRANT",
+    "HE KNOWS HE DOESN'T KNOW WHAT HE'S DO IN SO HE DOES IT CAREFULLY AND WITH GREAT RESTRAINT",
     "TELL ME A JOKE"};
 
 RecognizerConfig bundled(const std::string& search) {

@@ -238,8 +238,8 @@ TEST_CASE("an int8 tiny model's CTC log-probabilities stay close to fp32's", "[n
 TEST_CASE("the bundled model decoded int8 keeps its fp32 frame decisions on real audio",
           "[nn][int8][bundled]") {
   // The three test-voice utterances of models/conmamba-ctc-synth-en/examples: the greedy CTC path
-  // and the log-probability of fp32's best token per frame. Measured (onednn): 196 of 197 frames
-  // keep their best token, |delta log p| of it max 0.068, mean 0.0059.
+  // and the log-probability of fp32's best token per frame. Measured (onednn): 197 of 197 frames
+  // keep their best token, |delta log p| of it max 0.30, mean 0.0077.
   auto fp32_model = masr::decode::load_asr_model(kBundled);
   auto int8_model = masr::decode::load_asr_model(kBundled);
   int8_model->eval();
