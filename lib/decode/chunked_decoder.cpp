@@ -207,9 +207,9 @@ std::vector<int64_t> pause_splits(const at::Tensor& best, int64_t first, int64_t
 // utterances that start with their speech decodes a stretch that opens with silence worse, and
 // one that ends with a long silence a little worse. Measured with the bidirectional bundled model
 // of 2026-11-22 (trained without pad_silence) on its 208 test utterances decoded one by one
-// (greedy WER 44.15 %): 0.08 s of digital silence
-// added before each gives 45.03 %, 0.2 s 46.96 %, 0.4 s before and after 47.29 %; their own
-// 0.3 s of trailing silence cut to 0.15 s gives 43.59 %. A causal model is thrown off further.
+// (greedy WER 44.15 %): 0.08 s of digital silence added before each gives 45.03 %, 0.2 s
+// 46.96 %, 0.4 s before and after 47.29 %; their own 0.3 s of trailing silence cut to 0.15 s
+// gives 43.59 %. A causal model is thrown off further.
 // The test and validation voices (208 + 227 utterances, 5009 words) joined into one file each
 // with 0.5 s pauses (bench/chunked_wer.sh), errors against 2131 one by one: 2247 with stretches
 // split in the middle of the pauses and not trimmed; trimmed with 0, 0.05 s lead and 0.1 s tail

@@ -1,6 +1,6 @@
 // lib/features/registration.h
-// hparams builders for the front end (Fbank, InputNormalization, SpeedPerturb, PadSilence) and the
-// "features" benchmark. The objects expose the configured C++ object to whoever uses them.
+// hparams builders for the front end (Fbank, InputNormalization, SpeedPerturb, PadSilence) and
+// the "features" benchmark. The objects expose the configured C++ object to whoever uses them.
 #pragma once
 
 #include <memory>

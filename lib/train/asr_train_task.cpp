@@ -35,8 +35,8 @@ class AsrTrainTask::Epoch final : public EpochBatches {
   Epoch(AsrTrainTask& task, int64_t epoch, std::vector<data::Batch> batches)
       : task_(task),
         epoch_(epoch),
-        maker_(task.tokenizer_, task.config().sample_rate, speed_perturb_of(*task.context_.hp),
-               static_cast<uint64_t>(task.config().seed), pad_silence_of(*task.context_.hp)),
+        maker_(task.tokenizer_, task.config().sample_rate, task.speed_perturb_,
+               static_cast<uint64_t>(task.config().seed), task.pad_silence_),
         loader_(
             task.train_set_, std::move(batches),
             [this](const data::ManifestRow& row) { return maker_(row, true, epoch_); },
@@ -97,6 +97,10 @@ void AsrTrainTask::load(const TaskContext& context) {
         parallel.rank(), [ranks](const at::Tensor& local) { return ranks->all_gather(local); });
   }
   loss_options_ = loss_options_of(config());
+  speed_perturb_ = speed_perturb_of(hp);
+  pad_silence_ = pad_silence_of(hp);
+  // A maker checks the perturbations against the recipe (sample rate) now, not at epoch 1.
+  UtteranceMaker(tokenizer_, config().sample_rate, speed_perturb_, 0, pad_silence_);
 }
 
 std::string AsrTrainTask::describe() const {
@@ -104,7 +108,22 @@ std::string AsrTrainTask::describe() const {
   std::snprintf(line, sizeof(line), "%s; %zu training utterances (%.1f h), %zu validation",
                 modules_->kind() == TaskKind::kS2S ? "S2S" : "CTC", train_set_.size(),
                 train_set_.total_duration() / 3600, valid_set_.size());
-  return line;
+  std::string out = line;
+  if (speed_perturb_) {
+    out += "; speed perturbation";
+    for (size_t i = 0; i < speed_perturb_->config().speeds.size(); ++i) {
+      out += (i ? "/" : " ") + std::to_string(speed_perturb_->config().speeds[i]);
+    }
+    out += " %";
+  }
+  if (pad_silence_) {
+    const audio::PadSilenceConfig& c = pad_silence_->config();
+    std::snprintf(line, sizeof(line),
+                  "; silence padding (0-%.2f s before, 0-%.2f s after) on %.0f %% of utterances",
+                  c.max_lead, c.max_tail, 100.0 * c.prob);
+    out += line;
+  }
+  return out;
 }
 
 std::unique_ptr<EpochBatches> AsrTrainTask::open_epoch(int64_t epoch,

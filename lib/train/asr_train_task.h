@@ -7,6 +7,8 @@
 
 #include <memory>
 
+#include "audio/pad_silence.h"
+#include "audio/speed_perturb.h"
 #include "data/manifest.h"
 #include "models/asr_model.h"
 #include "text/tokenizer.h"
@@ -44,6 +46,9 @@ class AsrTrainTask final : public TrainTask {
   std::unique_ptr<AsrTask> modules_;         // forward pass and loss
   std::shared_ptr<models::AsrModel> model_;  // the same modules, for model.masr files
   LossOptions loss_options_;
+  // Training items' waveform perturbations (hparams speed_perturb, pad_silence), or null.
+  std::shared_ptr<const audio::SpeedPerturb> speed_perturb_;
+  std::shared_ptr<const audio::PadSilence> pad_silence_;
 };
 
 }  // namespace masr::train
