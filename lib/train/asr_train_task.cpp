@@ -101,6 +101,13 @@ void AsrTrainTask::load(const TaskContext& context) {
   pad_silence_ = pad_silence_of(hp);
   // A maker checks the perturbations against the recipe (sample rate) now, not at epoch 1.
   UtteranceMaker(tokenizer_, config().sample_rate, speed_perturb_, 0, pad_silence_);
+  // The run's summary line names them as their hparams objects describe themselves.
+  const auto summary = [&hp](const char* key) {
+    return "; " + hp.find(key)->instance()->object->summary();
+  };
+  perturbations_.clear();
+  if (speed_perturb_) perturbations_ += summary("speed_perturb");
+  if (pad_silence_) perturbations_ += summary("pad_silence");
 }
 
 std::string AsrTrainTask::describe() const {
@@ -108,22 +115,7 @@ std::string AsrTrainTask::describe() const {
   std::snprintf(line, sizeof(line), "%s; %zu training utterances (%.1f h), %zu validation",
                 modules_->kind() == TaskKind::kS2S ? "S2S" : "CTC", train_set_.size(),
                 train_set_.total_duration() / 3600, valid_set_.size());
-  std::string out = line;
-  if (speed_perturb_) {
-    out += "; speed perturbation";
-    for (size_t i = 0; i < speed_perturb_->config().speeds.size(); ++i) {
-      out += (i ? "/" : " ") + std::to_string(speed_perturb_->config().speeds[i]);
-    }
-    out += " %";
-  }
-  if (pad_silence_) {
-    const audio::PadSilenceConfig& c = pad_silence_->config();
-    std::snprintf(line, sizeof(line),
-                  "; silence padding (0-%.2f s before, 0-%.2f s after) on %.0f %% of utterances",
-                  c.max_lead, c.max_tail, 100.0 * c.prob);
-    out += line;
-  }
-  return out;
+  return line + perturbations_;
 }
 
 std::unique_ptr<EpochBatches> AsrTrainTask::open_epoch(int64_t epoch,

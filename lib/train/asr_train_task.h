@@ -49,6 +49,7 @@ class AsrTrainTask final : public TrainTask {
   // Training items' waveform perturbations (hparams speed_perturb, pad_silence), or null.
   std::shared_ptr<const audio::SpeedPerturb> speed_perturb_;
   std::shared_ptr<const audio::PadSilence> pad_silence_;
+  std::string perturbations_;  // "; <summary>" of each, for describe()
 };
 
 }  // namespace masr::train
