@@ -22,6 +22,16 @@
 #   loader    bench loader on .benchdata's Opus files, 1-16 workers
 #   ckpt      the ConMamba-L S2S step with and without --activation-checkpointing
 #   trace     a Kineto trace of 3 ConMamba-L S2S bf16 steps, summarized by kernel
+#   reftrace  the same Kineto trace of the reference's step (bench/ref_trace.py), summarized
+#   scale     data-parallel scaling on $DATA (default .ddpdata: train_long.csv + valid.csv from
+#             bench/make_benchdata.sh) listed COPIES times: the runs of SCALE_RUNS, each
+#             NAME = new|base + 1|2|4|NxM (GPUs; NxM = N*M ranks started torchrun-style as N
+#             "nodes" of M, each node on its share of the CPUs and GPUs); base runs the binary
+#             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
+#             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
+#             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz
+#   stepshapescale  bench train-step at the scale corpus's mean batch shape (SHAPE_BATCH x
+#             SHAPE_SECONDS, default 33 x 14.3 s, 5 tokens/s)
 #
 # Needs: .devdeps (../shared/device/prepare.sh), .ref (../shared/pyref/stage.sh) and, for epoch
 # and ddp, .benchdata/{opus/,train.csv,valid.csv} and train_long.csv (bench/make_benchdata.sh); name them in carry.
@@ -29,6 +39,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 BIN=$PWD/build-cuda/bin/mamba-asr
+BIN_BASE=$PWD/.base/build-cuda/bin/mamba-asr
 PAIRS=${PAIRS:-2}
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
 ref_result() { grep -o '"audio_s_per_s": [0-9.]*\|"peak_MiB": [0-9.]*\|"median_ms": [0-9.]*' "$1" | tr '\n' ' '; }
@@ -41,8 +52,18 @@ export TORCH_EXTENSIONS_DIR=/tmp/ext MAX_JOBS=8
 
 stage_build() {
   nvidia-smi -L | tee -a "$OUT/summary.txt"
-  (python3 -c "import sys; sys.path.insert(0,'.ref/scripts'); import refcompat; refcompat.load_selective_scan()" \
-     > "$OUT/ext.log" 2>&1; echo "ext rc=$?" >> "$OUT/ext.log") &
+  if [[ -d .ref && -z ${NO_REF:-} ]]; then
+    (python3 -c "import sys; sys.path.insert(0,'.ref/scripts'); import refcompat; refcompat.load_selective_scan()" \
+       > "$OUT/ext.log" 2>&1; echo "ext rc=$?" >> "$OUT/ext.log") &
+  else
+    echo "ext: not built (no .ref or NO_REF set)" > "$OUT/ext.log"
+  fi
+  if [[ -d .base ]]; then  # the code before the change, for same-call before/after runs
+    (cd .base && cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORCH_CUDA_ARCH_LIST=9.0 \
+       -DTorch_DIR="$(python3 -c 'import os, torch; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))')" \
+       -DMASR_BUILD_TESTS=OFF > "$OUT/base-cmake.log" 2>&1 && cmake --build build-cuda --target mamba-asr \
+       > "$OUT/base-build.log" 2>&1; echo "base build rc=$?" >> "$OUT/base-build.log") &
+  fi
   local t0=$SECONDS
   local torch_dir
   torch_dir=$(python3 -c 'import os, torch; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))' 2>/dev/null | tail -1)
@@ -60,6 +81,8 @@ stage_build() {
   [[ $rc -eq 0 ]] || { grep -B2 -A12 'error' "$OUT/build.log" | head -80; exit 1; }
   wait
   tail -1 "$OUT/ext.log" | tee -a "$OUT/summary.txt"
+  [[ -d .base ]] && tail -1 "$OUT/base-build.log" | tee -a "$OUT/summary.txt"
+  return 0
 }
 
 stage_cudatests() {
@@ -198,6 +221,15 @@ for s in j['sync_sites']: print(s['count'], s['site'].replace(chr(10), ' | ')[:6
 " | tee -a "$OUT/summary.txt"
 }
 
+stage_reftrace() {
+  CUDA_VISIBLE_DEVICES=0 python3 bench/ref_trace.py /tmp/ref-trace.json 3 -- \
+    --hparams .ref/mamba_asr/hparams/S2S/conmamba_large.yaml --batch 16 --seconds 30 --warmup 3 \
+    --repeat 6 > "$OUT/ref-trace-step.txt" 2>&1
+  summary "reftrace: $(tail -1 "$OUT/ref-trace-step.txt" | cut -c1-200)"
+  python3 bench/trace_summary.py /tmp/ref-trace.json 3 45 > "$OUT/ref-trace-summary.txt"
+  head -60 "$OUT/ref-trace-summary.txt" | cut -c1-170
+}
+
 stage_stepshape() {  # the synthetic step at the real epoch's batch shape (~100 x 4 s)
   ours_step ours-s2s-L-b96x4s hparams/S2S/conmamba_large.yaml bf16 96 4.3
   grep -A20 'train-step profile' "$OUT/ours-s2s-L-b96x4s.err" | tee -a "$OUT/summary.txt"
@@ -217,6 +249,73 @@ stage_stepshapelong() {  # the synthetic step at the joined corpus's batch shape
   # The joined corpus's transcripts: 5.0 unigram-1000 tokens per second (spm_encode count).
   ours_step ours-s2s-L-b30x16s-5tok hparams/S2S/conmamba_large.yaml bf16 30 16.2 --tokens-per-second 5
   grep -A20 'train-step profile' "$OUT/ours-s2s-L-b30x16s-5tok.err" | tee -a "$OUT/summary.txt"
+}
+
+# Data-parallel scaling (stage scale): one run = one `train` of one epoch on the DATA corpus.
+scale_run() {  # name binary nproc|2x2
+  local name=$1 bin=$2 layout=$3 data=$PWD/${DATA:-.ddpdata} out=/tmp/scale/$1
+  rm -rf "$out"; mkdir -p /tmp/scale
+  local args=(--device cuda train hparams/S2S/conmamba_large.yaml --data_folder "$data"
+    --output_folder "$out" --train_csv /tmp/scale_train.csv --valid_csv "$data/valid.csv"
+    --number_of_epochs 1 --num_workers "${WORKERS:-8}" --precision bf16 --grad_accumulation_factor 1
+    --output_neurons 1000)
+  if [[ $bin == "$BIN_BASE" ]]; then args+=(--profile 30); else args+=(--profile 30 --profile-from 50); fi
+  local t0=$SECONDS rc=0
+  case $layout in
+    1) CUDA_VISIBLE_DEVICES=0 "$bin" "${args[@]}" > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    2) CUDA_VISIBLE_DEVICES=0,1 "$bin" "${args[@]}" --nproc 2 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    4) CUDA_VISIBLE_DEVICES=0,1,2,3 "$bin" "${args[@]}" --nproc 4 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    *x*)  # torchrun-style: NODES x PER ranks, each node on its share of the CPUs and GPUs
+      local nodes=${layout%x*} per=${layout#*x} pids=() shares
+      # Each node gets 1/NODES of the physical cores (with their hyperthreads), as a real node
+      # has its own; lscpu -p lists CPU,CORE.
+      shares=$(lscpu -p=CPU,CORE | grep -v '^#' | sort -t, -k2n -k1n | awk -F, -v nodes="$nodes" '
+        { cpu[NR] = $1; core[NR] = $2; if (!($2 in seen)) { seen[$2] = 1; cores++ } }
+        END { per = int(cores / nodes); n = 0; delete seen
+              for (i = 1; i <= NR; i++) { if (!(core[i] in seen)) { seen[core[i]] = n++ }
+                node = int(seen[core[i]] / per); if (node >= nodes) node = nodes - 1
+                list[node] = list[node] (list[node] == "" ? "" : ",") cpu[i] }
+              for (k = 0; k < nodes; k++) printf "%s ", list[k]; print "" }')
+      local cpus_of=($shares) node lr
+      for ((node = 0; node < nodes; node++)); do
+        local gpus=""
+        for ((lr = 0; lr < per; lr++)); do gpus+="${gpus:+,}$((node * per + lr))"; done
+        for ((lr = 0; lr < per; lr++)); do
+          RANK=$((node * per + lr)) LOCAL_RANK=$lr WORLD_SIZE=$((nodes * per)) LOCAL_WORLD_SIZE=$per \
+          GROUP_RANK=$node MASTER_ADDR=127.0.0.1 MASTER_PORT=29617 CUDA_VISIBLE_DEVICES=$gpus \
+            taskset -c "${cpus_of[$node]}" "$bin" "${args[@]}" \
+            > "/tmp/scale/$name.rank$((node * per + lr)).log" 2>&1 &
+          pids+=($!)
+        done
+      done
+      for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+      cp "/tmp/scale/$name.rank0.log" "/tmp/scale/$name.log" ;;
+  esac
+  summary "$name: rc=$rc wall $((SECONDS - t0)) s"
+  grep -h "first optimizer step\|runs on CPUs\|CPU threads\|^epoch 1:" "/tmp/scale/$name.log" | cut -c1-220 | tee -a "$OUT/summary.txt"
+  python3 bench/ddp_profile.py "$out" | grep -v '^JSON' | tee -a "$OUT/summary.txt"
+}
+
+stage_scale() {
+  local data=${DATA:-.ddpdata}
+  awk -F, -v k="${COPIES:-30}" 'NR==1{print;next}{for(i=0;i<k;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
+    "$data/train_long.csv" > /tmp/scale_train.csv
+  summary "scale corpus: $(($(wc -l < /tmp/scale_train.csv) - 1)) rows ($(($(wc -l < "$data/train_long.csv") - 1)) distinct x ${COPIES:-30}), $(awk -F, 'NR>1{s+=$2}END{printf "%.1f h", s/3600}' /tmp/scale_train.csv); $(nproc) CPUs"
+  mkdir -p /tmp/scale
+  { nvidia-smi topo -m; lscpu; lscpu -p=CPU,CORE,SOCKET,NODE; } > /tmp/scale/topo.txt 2>&1 || true
+  local run
+  for run in ${SCALE_RUNS:-new1 new2 new4 new2x2 base1 base2 base4}; do
+    local bin=$BIN layout=${run#new}; [[ $run == base* ]] && bin=$BIN_BASE layout=${run#base}
+    scale_run "$run" "$bin" "$layout"
+  done 2>&1
+  python3 bench/ddp_profile.py /tmp/scale/new* /tmp/scale/base* > /tmp/scale/summary.txt 2>&1 || true
+  tar -czf "$OUT/scale.tar.gz" --exclude='save' --exclude='*.masr' --exclude='*.ckpt' -C /tmp scale 2>/dev/null
+}
+
+stage_stepshapescale() {  # the synthetic step at the scale corpus's mean batch shape
+  ours_step ours-s2s-L-shape hparams/S2S/conmamba_large.yaml bf16 "${SHAPE_BATCH:-33}" \
+    "${SHAPE_SECONDS:-14.3}" --tokens-per-second 5
+  grep -A22 'train-step profile' "$OUT/ours-s2s-L-shape.err" | tee -a "$OUT/summary.txt"
 }
 
 stage_epoch() { CUDA_VISIBLE_DEVICES=0 train_run epoch-1gpu 1; }

@@ -1,5 +1,6 @@
 // apps/mamba-asr/train.cpp
 // `mamba-asr train HPARAMS [--key value ...]`: trains what an hparams file describes.
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "core/log.h"
 #include "hparams/hparams.h"
 #include "toolkit/auto_settings.h"
+#include "runtime/cpu_affinity.h"
 #include "runtime/device.h"
 #include "train/c10d_data_parallel.h"
 #include "train/local_launcher.h"
@@ -31,6 +33,7 @@ struct TrainOptions {
   int nproc = 0;
   bool nproc_given = false;
   int64_t profile_steps = 0;
+  int64_t profile_from = 0;
   bool activation_checkpointing = false;
   bool speechbrain_batch_order = false;
 };
@@ -104,8 +107,29 @@ runtime::DeviceChoice rank_device(const runtime::DeviceChoice& given, int local_
   return choice;
 }
 
+// Data-parallel CUDA ranks of one host each take their block of this process's CPUs
+// (runtime/cpu_affinity.h), before LibTorch, NCCL and the loader start their threads.
+// MASR_CORE_BINDING=0 leaves them unbound (several jobs sharing one host, say).
+void bind_rank_to_cores(const train::ParallelEnv& env, const runtime::DeviceChoice& device) {
+  const char* setting = std::getenv("MASR_CORE_BINDING");
+  if (env.local_world_size <= 1 || (setting != nullptr && std::string(setting) == "0")) return;
+  if (!train::pick_training_device(device).is_cuda()) return;
+  const std::vector<int> cpus = runtime::allowed_cpus();
+  const std::vector<int> share = runtime::rank_cpu_share(cpus, runtime::cpu_places(cpus),
+                                                         env.local_rank, env.local_world_size);
+  if (share.size() == cpus.size()) return;  // fewer CPUs than ranks
+  if (runtime::bind_process_to(share)) {
+    MASR_LOG_INFO("train: local rank %d of %d runs on CPUs %s (MASR_CORE_BINDING=0: unbound)",
+                  env.local_rank, env.local_world_size, runtime::cpu_list_string(share).c_str());
+  } else {
+    MASR_LOG_WARN("train: local rank %d could not be bound to CPUs %s; it runs unbound",
+                  env.local_rank, runtime::cpu_list_string(share).c_str());
+  }
+}
+
 int run_train(const TrainOptions& options, const GlobalOptions& global,
               const std::vector<std::string>& extras) {
+  const auto started = std::chrono::steady_clock::now();
   if (options.list_classes) {
     list_classes();
     return 0;
@@ -128,6 +152,10 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
     if (!options.dry_run && !options.average_only && !options.list_classes) {
       return train::run_local_ranks(options.nproc, command_line_without_nproc());
     }
+  }
+  const auto env = options.dry_run ? std::nullopt : train::parallel_env_from_environment();
+  if (env && env->world_size > 1 && !options.average_only) {
+    bind_rank_to_cores(*env, global.device);
   }
   hparams::LoadOptions load;
   load.overrides = hparams::parse_override_args(extras);
@@ -171,12 +199,19 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   run.ckpt_interval_steps = options.ckpt_every_steps;
   run.ckpt_interval_minutes = options.ckpt_every_minutes;
   run.profile_steps = options.profile_steps;
+  run.profile_from = options.profile_from;
+  run.started = started;
   run.activation_checkpointing = options.activation_checkpointing;
   run.speechbrain_batch_order = options.speechbrain_batch_order;
-  if (const auto env = train::parallel_env_from_environment(); env && env->world_size > 1) {
+  if (env && env->world_size > 1) {
     if (env->rank != 0) set_log_level(LogLevel::kWarn);  // rank 0 speaks for all
     run.device = rank_device(global.device, env->local_rank);
-    if (!options.average_only) run.parallel = train::make_c10d_data_parallel(*env, run.device);
+    if (!options.average_only) {
+      const auto joining = std::chrono::steady_clock::now();
+      run.parallel = train::make_c10d_data_parallel(*env, run.device);
+      run.process_group_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - joining).count();
+    }
   }
   // One training loop for every recipe: an LM recipe (`model` is a TransformerLM) trains the LM
   // task, any other the ASR task (train/train_loop.h).
@@ -240,6 +275,10 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                   "optimizer, ...; CUDA events on GPUs, with host-sync counts), print the table "
                   "and write <output_folder>/profile.json, then train on (docs/training.md)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  cmd->add_option("--profile-from", options->profile_from,
+                  "With --profile: start the profiled batches after this many, past the warm-up "
+                  "(default 0)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   cmd->add_flag("--activation-checkpointing", options->activation_checkpointing,
                 "Keep only each encoder layer's input for the backward and run the layer again "
                 "there: less GPU memory for about one more encoder forward per step (hparams "

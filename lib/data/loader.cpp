@@ -2,18 +2,44 @@
 // PrefetchScheduler: in-order hand-out of batches to workers with a bounded window.
 #include "data/loader.h"
 
+#include <algorithm>
+#include <cerrno>
+
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include "core/error.h"
 
 namespace masr::data {
 
+namespace {
+
+// Lowers the calling thread's priority by `increment` nice levels (Linux threads have their own).
+void nice_this_thread(int increment) {
+#ifdef __linux__
+  if (increment <= 0) return;
+  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int current = getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) setpriority(PRIO_PROCESS, tid, std::min(19, current + increment));
+#else
+  (void)increment;
+#endif
+}
+
+}  // namespace
+
 PrefetchScheduler::PrefetchScheduler(size_t num_batches, int num_workers, size_t window,
-                                     std::function<void(size_t)> produce)
+                                     std::function<void(size_t)> produce, int worker_nice)
     : num_batches_(num_batches),
       window_(std::max<size_t>(window, 1)),
+      worker_nice_(worker_nice),
       produce_(std::move(produce)),
       done_(num_batches, 0),
       errors_(num_batches) {
@@ -37,6 +63,7 @@ void PrefetchScheduler::work() {
   // machine per call, whose spinning threads compete with the other workers for the cores.
   omp_set_num_threads(1);
 #endif
+  nice_this_thread(worker_nice_);
   while (true) {
     size_t b;
     {

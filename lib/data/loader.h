@@ -24,6 +24,10 @@ struct LoaderOptions {
   int num_workers = 0;  // 0: items are made in the consumer's thread, on demand
   int prefetch_batches =
       2;  // batches made ahead of the consumer, per worker (PyTorch's prefetch_factor)
+  // Added to the workers' nice value (Linux: per thread; elsewhere ignored). Where the consumer
+  // must not wait for the CPU (a GPU training thread queueing kernels), niced workers yield the
+  // core to it when the machine is busy, and still use every idle one.
+  int worker_nice = 0;
 };
 
 // The scheduling half of DataLoader, independent of the item type: hands batch indices to
@@ -33,7 +37,7 @@ class PrefetchScheduler {
  public:
   // `produce(b)` makes batch b (and stores it where the caller will look); it may throw.
   PrefetchScheduler(size_t num_batches, int num_workers, size_t window,
-                    std::function<void(size_t)> produce);
+                    std::function<void(size_t)> produce, int worker_nice = 0);
   // Stops scheduling, waits for the batches being made to finish, joins the workers.
   ~PrefetchScheduler();
   PrefetchScheduler(const PrefetchScheduler&) = delete;
@@ -49,6 +53,7 @@ class PrefetchScheduler {
 
   size_t num_batches_;
   size_t window_;
+  int worker_nice_;
   std::function<void(size_t)> produce_;
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -90,8 +95,9 @@ class DataLoader {
     if (options.num_workers > 0) {
       const size_t window = static_cast<size_t>(options.num_workers) *
                             static_cast<size_t>(std::max(1, options.prefetch_batches));
-      scheduler_ = std::make_unique<PrefetchScheduler>(batches_.size(), options.num_workers, window,
-                                                       [this](size_t b) { slots_[b] = make(b); });
+      scheduler_ = std::make_unique<PrefetchScheduler>(
+          batches_.size(), options.num_workers, window, [this](size_t b) { slots_[b] = make(b); },
+          options.worker_nice);
     }
   }
   ~DataLoader() {

@@ -178,14 +178,10 @@ void DynamicBatchSampler::generate() {
     for (size_t k : perm) shuffled.push_back(std::move(batches_[k]));
     batches_ = std::move(shuffled);
     if (options_.step_round > 1) {
-      std::vector<size_t> bucket;
-      bucket.reserve(batches_.size());
-      for (const Batch& b : batches_) {
-        bucket.push_back(static_cast<size_t>(
-            std::lower_bound(boundaries_.begin(), boundaries_.end(), max_length(b, lengths_)) -
-            boundaries_.begin()));
-      }
-      batches_ = group_rounds_by_bucket(std::move(batches_), bucket, options_.step_round);
+      std::vector<double> cost;
+      cost.reserve(batches_.size());
+      for (const Batch& b : batches_) cost.push_back(padded_length(b, lengths_));
+      batches_ = group_rounds_by_cost(std::move(batches_), cost, options_.step_round);
     }
   } else {
     const bool ascending = options_.batch_ordering == BatchOrdering::kAscending;
@@ -213,28 +209,40 @@ std::string DynamicBatchSampler::describe() const {
   return out.str();
 }
 
-std::vector<Batch> group_rounds_by_bucket(std::vector<Batch> batches,
-                                          const std::vector<size_t>& bucket, size_t round) {
-  if (bucket.size() != batches.size()) {
-    throw Error(ErrorKind::kInternal, "group_rounds_by_bucket: one bucket per batch expected");
+double padded_length(const Batch& batch, const std::vector<double>& lengths) {
+  return batch.empty() ? 0.0 : static_cast<double>(batch.size()) * max_length(batch, lengths);
+}
+
+std::vector<Batch> group_rounds_by_cost(std::vector<Batch> batches,
+                                        const std::vector<double>& cost, size_t round) {
+  if (cost.size() != batches.size()) {
+    throw Error(ErrorKind::kInternal, "group_rounds_by_cost: one cost per batch expected");
   }
   if (round <= 1) return batches;
+  // Most expensive first; equal costs keep their order, so the result depends on the plan only.
+  std::vector<size_t> by_cost = identity(batches.size());
+  std::stable_sort(by_cost.begin(), by_cost.end(),
+                   [&](size_t x, size_t y) { return cost[x] > cost[y]; });
+  const size_t rounds = batches.size() / round;
+  std::vector<std::vector<size_t>> members(rounds);
+  for (size_t r = 0; r < rounds; ++r) {
+    members[r].assign(by_cost.begin() + static_cast<std::ptrdiff_t>(r * round),
+                      by_cost.begin() + static_cast<std::ptrdiff_t>((r + 1) * round));
+    std::sort(members[r].begin(), members[r].end());
+  }
+  std::sort(members.begin(), members.end(),
+            [](const std::vector<size_t>& x, const std::vector<size_t>& y) {
+              return x.front() < y.front();
+            });
+  std::vector<size_t> rest(by_cost.begin() + static_cast<std::ptrdiff_t>(rounds * round),
+                           by_cost.end());
+  std::sort(rest.begin(), rest.end());
   std::vector<Batch> out;
   out.reserve(batches.size());
-  std::map<size_t, std::vector<size_t>> pending;  // bucket -> batch indices not yet emitted
-  std::vector<size_t> first_seen;                  // buckets in order of first appearance
-  for (size_t i = 0; i < batches.size(); ++i) {
-    auto [it, added] = pending.try_emplace(bucket[i]);
-    if (added) first_seen.push_back(bucket[i]);
-    it->second.push_back(i);
-    if (it->second.size() == round) {
-      for (size_t k : it->second) out.push_back(std::move(batches[k]));
-      it->second.clear();
-    }
+  for (const auto& m : members) {
+    for (size_t k : m) out.push_back(std::move(batches[k]));
   }
-  for (size_t b : first_seen) {
-    for (size_t k : pending[b]) out.push_back(std::move(batches[k]));
-  }
+  for (size_t k : rest) out.push_back(std::move(batches[k]));
   return out;
 }
 

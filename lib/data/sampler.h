@@ -28,9 +28,9 @@ struct DynamicBatchOptions {
   uint64_t seed = 42;
   bool drop_last = false;  // drop the partly filled buckets left at the end
   // Batches taken together by one optimizer step (data-parallel ranks x gradient accumulation).
-  // Above 1, random ordering hands out rounds of that many batches from one length bucket, so
-  // that the ranks of a step get batches of similar cost and none waits long for the slowest at
-  // the gradient all-reduce (group_rounds_by_bucket). 1: SpeechBrain's order.
+  // Above 1, random ordering hands out rounds of that many batches of similar cost (padded
+  // length), so that no rank of a step waits long for the slowest at the gradient all-reduce
+  // (group_rounds_by_cost). 1: SpeechBrain's order.
   size_t step_round = 1;
 
   void validate() const;  // config errors name the field
@@ -87,12 +87,19 @@ struct FixedBatchOptions {
 std::vector<Batch> fixed_size_batches(const std::vector<double>& lengths,
                                       const FixedBatchOptions& options, int64_t epoch = 0);
 
-// Reorders `batches` (bucket[i]: batch i's length bucket) so that each run of `round`
-// consecutive batches, from the start, comes from one bucket: a bucket's batches keep their
-// order and a round is emitted where its last batch stood. The batches left over in buckets
-// with fewer than `round` go at the end, bucket by bucket. A permutation: nothing is lost.
-std::vector<Batch> group_rounds_by_bucket(std::vector<Batch> batches,
-                                          const std::vector<size_t>& bucket, size_t round);
+// What a batch costs to train on: its padded length, count x longest (the encoder and the
+// backward run over every padded frame).
+double padded_length(const Batch& batch, const std::vector<double>& lengths);
+
+// Reorders `batches` (cost[i]: batch i's cost) into rounds of `round` consecutive batches whose
+// costs are as close as they can be: the batches sorted by cost are cut into runs of `round`,
+// from the most expensive down, which minimises the summed (max - mean) cost over the rounds, the
+// time the ranks of a data-parallel step wait for the slowest. Rounds keep the batches' random
+// order: a round stands where its earliest batch stood, its batches in their order. The cheapest
+// n % round batches, too few for a round, go at the end (a data-parallel epoch drops them). A
+// permutation: nothing is lost. round <= 1 returns the batches unchanged.
+std::vector<Batch> group_rounds_by_cost(std::vector<Batch> batches,
+                                        const std::vector<double>& cost, size_t round);
 
 // A random permutation of 0..n-1 as torch.randperm(n, generator=manual_seed(seed)) gives it.
 std::vector<size_t> seeded_randperm(size_t n, uint64_t seed);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include <torch/torch.h>
@@ -23,6 +24,19 @@ namespace {
 int worker_count(int requested) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(0, std::min(requested, cores));
+}
+
+// The training loader's workers. On a GPU they run 10 nice levels down: the training thread
+// queues the step's kernels one by one, and a step whose kernels are small waits for it, so it
+// must get a core the moment it wants one, also when the workers of several ranks keep every
+// core busy. MASR_LOADER_NICE=N sets the increment (docs/training.md).
+data::LoaderOptions training_loader_options(int requested_workers, bool cuda) {
+  data::LoaderOptions options{worker_count(requested_workers), 2};
+  options.worker_nice = cuda ? 10 : 0;
+  if (const char* text = std::getenv("MASR_LOADER_NICE"); text != nullptr && *text != '\0') {
+    options.worker_nice = std::clamp(std::atoi(text), 0, 19);
+  }
+  return options;
 }
 
 }  // namespace
@@ -45,7 +59,7 @@ class AsrTrainTask::Epoch final : public EpochBatches {
               if (task.context_.device.is_cuda()) b.pin_host_memory();
               return b;
             },
-            {worker_count(task.config().num_workers), 2}) {}
+            training_loader_options(task.config().num_workers, task.context_.device.is_cuda())) {}
 
   bool next() override {
     batch_ = AsrBatch();  // the previous batch's device memory goes first

@@ -130,6 +130,11 @@ std::optional<ParallelEnv> parallel_env_from_environment() {
   env.world_size = env_int("WORLD_SIZE", std::nullopt, 1, 1 << 16);
   env.rank = env_int("RANK", std::nullopt, 0, env.world_size - 1);
   env.local_rank = env_int("LOCAL_RANK", env.rank, 0, env.world_size - 1);
+  env.local_world_size = env_int("LOCAL_WORLD_SIZE", 1, 1, env.world_size);
+  if (env.local_rank >= env.local_world_size && std::getenv("LOCAL_WORLD_SIZE") != nullptr) {
+    throw_config_error("data parallel: LOCAL_RANK=" + std::to_string(env.local_rank) +
+                       " is not below LOCAL_WORLD_SIZE=" + std::to_string(env.local_world_size));
+  }
   if (env.world_size > 1) {
     env.master_port = env_int("MASTER_PORT", std::nullopt, 1, 65535);
     const char* addr = std::getenv("MASTER_ADDR");
@@ -160,8 +165,15 @@ std::shared_ptr<DataParallel> make_c10d_data_parallel(const ParallelEnv& env,
     // This rank's GPU becomes the current one, so NCCL and CUDA contexts are created there.
     c10::cuda::set_device(device.index() >= 0 ? device.index() : 0);
     auto store = connect_store(env);
-    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
-        store, env.rank, env.world_size, c10d::ProcessGroupNCCL::Options::create());
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    // The gradient all-reduces run beside the backward pass: on a high-priority stream their
+    // kernels get SMs as soon as they are queued instead of after the backward kernels queued
+    // before them, so each bucket's reduction overlaps the rest of the backward.
+    // MASR_NCCL_HIGH_PRIORITY=0 restores PyTorch's default (docs/training.md).
+    const char* priority = std::getenv("MASR_NCCL_HIGH_PRIORITY");
+    options->is_high_priority_stream = priority == nullptr || std::string(priority) != "0";
+    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size,
+                                                             options);
     return std::make_shared<C10dDataParallel<c10d::ProcessGroupNCCL>>(group, env, device);
 #else
     throw_config_error(

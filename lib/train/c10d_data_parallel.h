@@ -18,9 +18,10 @@ struct ParallelEnv {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  int local_world_size = 1;  // ranks on this host (LOCAL_WORLD_SIZE; 1 when unset)
 };
 
-// The torchrun variables, or nullopt when WORLD_SIZE is unset. Throws a masr::Error naming the
+// The torchrun variables (and LOCAL_WORLD_SIZE, which torchrun and --nproc set), or nullopt when WORLD_SIZE is unset. Throws a masr::Error naming the
 // variable when one is malformed or out of range.
 std::optional<ParallelEnv> parallel_env_from_environment();
 

@@ -216,9 +216,14 @@ nlohmann::json StepProfile::json() const {
   for (const auto& [site, count] : state_->sync_sites) {
     sites.push_back({{"count", count}, {"site", site}});
   }
+  // Every step's times, phase by phase: ranks' files side by side show which rank waited for
+  // which in each step (bench/ddp_profile.py).
+  nlohmann::json per_step = {{"step", state_->step_ms}, {"step_host", state_->step_host_ms}};
+  for (size_t i = 0; i < state_->names.size(); ++i) per_step[state_->names[i]] = state_->ms[i];
   return {{"steps", steps()},
           {"timing", state_->cuda ? "cuda-events" : "steady-clock"},
           {"phases", phases},
+          {"per_step_ms", per_step},
           {"sync_sites", sites}};
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -26,9 +27,13 @@ std::vector<EpochRecord> read_epoch_history(const std::string& jsonl_path) {
     r.step = j.value("step", int64_t{0});
     r.lr = j.value("lr", 0.0);
     r.train_loss = j.value("train_loss", 0.0);
+    r.train_audio_seconds = j.value("train_audio_seconds", 0.0);
+    r.train_seconds = j.value("train_seconds", 0.0);
+    static const std::set<std::string> kTrainKeys = {
+        "epoch",          "step", "lr", "train_loss", "train_audio_seconds", "train_seconds",
+        "train_audio_per_sec"};
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.value().is_number() && it.key() != "epoch" && it.key() != "step" && it.key() != "lr" &&
-          it.key() != "train_loss") {
+      if (it.value().is_number() && kTrainKeys.count(it.key()) == 0) {
         r.valid[it.key()] = it.value().get<double>();
       }
     }
@@ -69,6 +74,11 @@ void TrainLogger::log_epoch(const EpochRecord& record) {
                       {"lr", record.lr},
                       {"train_loss", record.train_loss}};
   for (const auto& [name, value] : record.valid) j[name] = value;
+  if (record.train_seconds > 0) {
+    j["train_audio_seconds"] = record.train_audio_seconds;
+    j["train_seconds"] = record.train_seconds;
+    j["train_audio_per_sec"] = record.train_audio_seconds / record.train_seconds;
+  }
   append(jsonl_path_, j.dump());
   // SpeechBrain's FileTrainLogger: "epoch: 1, lr: 1.00e-03 - train loss: 2.41 - valid loss: ..."
   char head[128];

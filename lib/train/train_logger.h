@@ -20,6 +20,10 @@ struct EpochRecord {
   double lr = 0.0;
   double train_loss = 0.0;
   std::map<std::string, double> valid;  // valid_loss, ACC, WER, CER ...
+  // The epoch's training audio over every rank and the wall time of its batches (0: unknown,
+  // e.g. an epoch read back from an older log).
+  double train_audio_seconds = 0.0;
+  double train_seconds = 0.0;
 };
 
 class TrainLogger {

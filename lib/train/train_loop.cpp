@@ -3,6 +3,7 @@
 #include "train/train_loop.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 
@@ -79,6 +80,7 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
   progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
   last_checkpoint_ = window_start_ = std::chrono::steady_clock::now();
   if (options_.profile_steps > 0) profile_ = std::make_unique<StepProfile>(device_);
+  loaded_ = std::chrono::steady_clock::now();
 }
 
 TrainLoop::~TrainLoop() = default;
@@ -120,6 +122,9 @@ void TrainLoop::end_epoch() {
   const double loss_count = parallel_->sum(static_cast<double>(local.count));
   EpochRecord record{epoch, pos_.step, stepper_->lr(), loss_count > 0 ? loss_sum / loss_count : 0.0,
                      metrics};
+  // Every rank's audio over rank 0's wall time: the ranks end their last step together.
+  record.train_audio_seconds = parallel_->sum(epoch_audio_);
+  record.train_seconds = epoch_seconds_;
   pos_ = {epoch + 1, 0, pos_.step};
   losses_.reset_epoch();
   shown_loss_ = record.train_loss;
@@ -130,6 +135,12 @@ void TrainLoop::end_epoch() {
   std::string line =
       "epoch " + std::to_string(epoch) + ": train loss " + std::to_string(record.train_loss);
   for (const auto& [k, v] : metrics) line += ", " + k + " " + std::to_string(v);
+  if (record.train_seconds > 0) {
+    char rate[96];
+    std::snprintf(rate, sizeof(rate), "; %.0f audio-s/s over the epoch's %.1f s of training",
+                  record.train_audio_seconds / record.train_seconds, record.train_seconds);
+    line += rate;
+  }
   progress_->message(line);
 }
 
@@ -146,16 +157,20 @@ bool TrainLoop::train_epoch(int64_t epoch) {
   const std::unique_ptr<EpochBatches> batches = task_->open_epoch(
       epoch, std::vector<data::Batch>(plan.begin() + static_cast<long>(start), plan.end()));
   progress_->start_epoch(epoch, config_.number_of_epochs, plan.size(), start);
+  const auto epoch_start = std::chrono::steady_clock::now();
+  epoch_audio_ = 0.0;
   std::optional<ActiveProfile> active;
-  if (profiling()) active.emplace(profile_.get());
   for (size_t index = start;; ++index) {
     if (profiling()) {
+      if (!active) active.emplace(profile_.get());
       profile_->begin_step("data");
     } else {
-      active.reset();  // the profiled batches are over: sync counting off
+      active.reset();  // no profiled batch (yet, or any more): sync counting off
     }
     if (!batches->next()) break;
     train_batch(*batches, index);
+    ++batches_run_;
+    epoch_audio_ += batches->audio_seconds();
     profile_phase("logging");
     pos_.batch = static_cast<int64_t>(index + 1);
     progress_->update(index + 1, shown_loss_, stepper_->lr(), batches->audio_seconds());
@@ -177,6 +192,9 @@ bool TrainLoop::train_epoch(int64_t epoch) {
     stepper_->step();
     after_step();
   }
+  losses_.read();  // waits for the epoch's last step: one read-back per epoch
+  epoch_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
   progress_->end_epoch();
   return true;
 }
@@ -219,8 +237,12 @@ void TrainLoop::report_profile() const {
   j["precision"] = runtime::precision_name(config_.precision);
   write_file_atomically(path, j.dump(2) + "\n");
   if (main()) {
-    progress_->message("train: step profile of the first " + std::to_string(profile_->steps()) +
-                       " batches (written to " + path + "):\n" + profile_->table());
+    const int64_t from = options_.profile_from;
+    const std::string which =
+        from == 0 ? "the first " + std::to_string(profile_->steps()) + " batches"
+                  : "batches " + std::to_string(from + 1) + "-" + std::to_string(from + profile_->steps());
+    progress_->message("train: step profile of " + which + " (written to " + path + "):\n" +
+                       profile_->table());
   }
 }
 
@@ -245,12 +267,28 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
 
 void TrainLoop::after_step() {
   pos_.step = stepper_->steps();
+  if (!startup_logged_) log_startup();
   if (main() && logger_ && pos_.step % config_.log_interval == 0) {
     log_window(stepper_->lr_of_last_step());
   }
   if (config_.ckpt_interval_steps > 0 && pos_.step % config_.ckpt_interval_steps == 0) {
     pending_step_checkpoint_ = true;
   }
+}
+
+void TrainLoop::log_startup() {
+  startup_logged_ = true;
+  if (!main() || options_.started == std::chrono::steady_clock::time_point{}) return;
+  losses_.read();  // waits for the first step: once per run
+  const auto now = std::chrono::steady_clock::now();
+  const auto seconds = [](auto from, auto to) {
+    return std::chrono::duration<double>(to - from).count();
+  };
+  MASR_LOG_INFO(
+      "train: first optimizer step done %.1f s after the command started (process group %.1f s, "
+      "tokenizer, data and model %.1f s, to the end of the first step %.1f s)",
+      seconds(options_.started, now), options_.process_group_seconds,
+      seconds(options_.started, loaded_) - options_.process_group_seconds, seconds(loaded_, now));
 }
 
 void TrainLoop::log_window(double lr_used) {

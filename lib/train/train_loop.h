@@ -42,9 +42,16 @@ struct TrainRunOptions {
   // true: the batches of a step from any length bucket, whatever the hparams say
   // (--speechbrain-batch-order; TrainConfig::bucket_aligned_steps).
   bool speechbrain_batch_order = false;
-  // > 0: time the phases of the first N batches (train/step_profile.h), print the table and write
+  // > 0: time the phases of N batches (train/step_profile.h), print the table and write
   // <output_folder>/profile.json (profile-rank<R>.json on other ranks), then train on.
   int64_t profile_steps = 0;
+  // The profiled batches start after this many batches of the run (--profile-from: past the
+  // warm-up, whose first steps allocate memory and tune kernels).
+  int64_t profile_from = 0;
+  // When the command started and how long joining the process group took, for the start-up
+  // line logged after the first optimizer step (unset: not logged).
+  std::chrono::steady_clock::time_point started{};
+  double process_group_seconds = 0.0;
 };
 
 // The device to train on: `auto` is CUDA when available, else the CPU (MPS is not picked).
@@ -93,7 +100,11 @@ class TrainLoop {
   void restore(const CheckpointInfo& checkpoint);
   RetentionPolicy retention() const;
   void write_curves() const;
-  bool profiling() const { return profile_ && profile_->steps() < options_.profile_steps; }
+  bool profiling() const {
+    return profile_ && batches_run_ >= options_.profile_from &&
+           profile_->steps() < options_.profile_steps;
+  }
+  void log_startup();  // after the first optimizer step: where the time to it went
   void report_profile() const;
   void end_profiled_step();  // closes a profiled batch; reports after the N-th
   bool main() const { return parallel_->is_main(); }
@@ -117,6 +128,12 @@ class TrainLoop {
   double shown_loss_ = 0.0;    // the epoch's average loss as last read, for the progress line
   double window_audio_ = 0.0;  // seconds of audio since the last log.jsonl step record
   std::chrono::steady_clock::time_point window_start_, last_checkpoint_;
+  int64_t batches_run_ = 0;  // training batches this process has run (all epochs)
+  // This epoch's training audio (this rank) and the wall time of its batches, for the epoch
+  // record's throughput.
+  double epoch_audio_ = 0.0, epoch_seconds_ = 0.0;
+  std::chrono::steady_clock::time_point loaded_{};  // the constructor's end
+  bool startup_logged_ = false;
 };
 
 }  // namespace masr::train

@@ -9,6 +9,13 @@
 #include <stdexcept>
 #include <thread>
 
+#ifdef __linux__
+#include <cerrno>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "data/loader.h"
 
 using namespace masr::data;
@@ -148,3 +155,29 @@ TEST_CASE("loader rejects batches beyond the manifest", "[data]") {
   CHECK_THROWS_WITH(DataLoader<int>(m, {{0, 5}}, [](const ManifestRow&) { return 0; }),
                     Catch::Contains("batch 0 refers to row 5") && Catch::Contains("has 3 rows"));
 }
+
+#ifdef __linux__
+TEST_CASE("loader workers run at the niceness asked for; the consumer keeps its own", "[data]") {
+  const Manifest m = numbered_manifest(12);
+  FixedBatchOptions o;
+  o.batch_size = 2;
+  const auto batches = fixed_size_batches({std::vector<double>(12, 1.0)}, o);
+  const auto thread_nice = [] {
+    errno = 0;
+    return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  };
+  const int base = thread_nice();
+  REQUIRE(base <= 15);  // room for the increment below
+  LoaderOptions options{2, 2};
+  options.worker_nice = 4;
+  DataLoader<int> loader(m, batches, [&](const ManifestRow&) { return thread_nice(); }, options);
+  std::vector<int> seen;
+  size_t items = 0;
+  while (loader.next(seen)) {
+    for (int nice : seen) CHECK(nice == base + 4);
+    items += seen.size();
+  }
+  CHECK(items == 12);
+  CHECK(thread_nice() == base);
+}
+#endif

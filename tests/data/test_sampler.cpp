@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <limits>
+#include <random>
 #include <set>
 
 #include "data/sampler.h"
@@ -154,21 +156,70 @@ TEST_CASE("fixed-size batches with sorting", "[data]") {
   CHECK_THROWS_WITH(fixed_size_batches(lengths, o), Catch::Contains("batch_size must be > 0"));
 }
 
-TEST_CASE("group_rounds_by_bucket hands out rounds from one bucket", "[data]") {
-  // Batches 0..7 in buckets A B A C B A B C (A=0, B=1, C=2), rounds of 2.
-  std::vector<Batch> batches;
-  for (size_t i = 0; i < 8; ++i) batches.push_back({i});
-  const std::vector<size_t> bucket = {0, 1, 0, 2, 1, 0, 1, 2};
-  const auto out = group_rounds_by_bucket(batches, bucket, 2);
-  // A round is emitted where its second batch stands: {0,2} at 2, {1,4} at 4, {3,7} at 7; then
-  // the leftovers by first appearance of their bucket: 5 (A), 6 (B).
-  const std::vector<Batch> expected = {{0}, {2}, {1}, {4}, {3}, {7}, {5}, {6}};
-  CHECK(out == expected);
-  CHECK(group_rounds_by_bucket(batches, bucket, 1) == batches);
-  CHECK_THROWS(group_rounds_by_bucket(batches, {0, 1}, 2));
+namespace {
+
+// Summed (max - mean) cost over consecutive rounds: the time the ranks of the steps wait.
+double round_wait(const std::vector<double>& costs, size_t round) {
+  double wait = 0.0;
+  for (size_t start = 0; start + round <= costs.size(); start += round) {
+    double top = 0.0, sum = 0.0;
+    for (size_t k = start; k < start + round; ++k) top = std::max(top, costs[k]), sum += costs[k];
+    wait += top - sum / static_cast<double>(round);
+  }
+  return wait;
 }
 
-TEST_CASE("DynamicBatchSampler step_round: rounds share a bucket, the batches are the same",
+// The least summed wait over every way of cutting `costs` into rounds, by brute force.
+double best_wait(std::vector<double> costs, size_t round) {
+  std::vector<size_t> order(costs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  double best = std::numeric_limits<double>::infinity();
+  do {
+    std::vector<double> c;
+    for (size_t i : order) c.push_back(costs[i]);
+    best = std::min(best, round_wait(c, round));
+  } while (std::next_permutation(order.begin(), order.end()));
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("group_rounds_by_cost pairs batches of similar cost, keeping the random order",
+          "[data]") {
+  // Batch i is {i}; costs in plan order. Rounds of 2, most expensive first:
+  // {7 (9.0), 1 (8.0)}, {4 (5.0), 0 (4.9)}, {2 (2.0), 6 (1.9)}, {3 (1.0), 5 (0.9)}; then placed
+  // where their earliest batch stood: {0,4} at 0, {1,7} at 1, {2,6} at 2, {3,5} at 3.
+  std::vector<Batch> batches;
+  for (size_t i = 0; i < 8; ++i) batches.push_back({i});
+  const std::vector<double> cost = {4.9, 8.0, 2.0, 1.0, 5.0, 0.9, 1.9, 9.0};
+  const std::vector<Batch> expected = {{0}, {4}, {1}, {7}, {2}, {6}, {3}, {5}};
+  CHECK(group_rounds_by_cost(batches, cost, 2) == expected);
+  // Rounds of 3: {7,1,4}, {0,2,6}; the two cheapest (3, 5) are left for the end.
+  const std::vector<Batch> by_three = {{0}, {2}, {6}, {1}, {4}, {7}, {3}, {5}};
+  CHECK(group_rounds_by_cost(batches, cost, 3) == by_three);
+  CHECK(group_rounds_by_cost(batches, cost, 1) == batches);
+  CHECK_THROWS(group_rounds_by_cost(batches, {1.0, 2.0}, 2));
+}
+
+TEST_CASE("group_rounds_by_cost: no cut into rounds waits less (brute force)", "[data]") {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> uniform(0.0, 10.0);
+  for (size_t round : {2, 3, 4}) {
+    for (int trial = 0; trial < 12; ++trial) {
+      const size_t n = round == 4 ? 8 : 6 + static_cast<size_t>(trial % 2) * (round == 2 ? 2 : 0);
+      std::vector<double> cost;
+      std::vector<Batch> batches;
+      for (size_t i = 0; i < n; ++i) cost.push_back(uniform(rng)), batches.push_back({i});
+      const auto out = group_rounds_by_cost(batches, cost, round);
+      std::vector<double> out_cost;
+      for (const Batch& b : out) out_cost.push_back(cost[b.front()]);
+      CAPTURE(round, n, trial);
+      CHECK(round_wait(out_cost, round) == Approx(best_wait(cost, round)).margin(1e-12));
+    }
+  }
+}
+
+TEST_CASE("DynamicBatchSampler step_round: rounds of similar cost, the batches are the same",
           "[data]") {
   std::vector<double> lengths;
   for (int i = 0; i < 300; ++i) lengths.push_back(0.5 + (i * 37 % 100) * 0.2);
@@ -177,6 +228,8 @@ TEST_CASE("DynamicBatchSampler step_round: rounds share a bucket, the batches ar
   o.num_buckets = 6;
   o.seed = 7;
   DynamicBatchSampler plain(lengths, o, 3);
+  std::vector<double> plain_cost;
+  for (const Batch& b : plain.batches()) plain_cost.push_back(padded_length(b, lengths));
   for (size_t round : {2, 4}) {
     o.step_round = round;
     DynamicBatchSampler grouped(lengths, o, 3);
@@ -186,26 +239,17 @@ TEST_CASE("DynamicBatchSampler step_round: rounds share a bucket, the batches ar
     std::multiset<Batch> b_set(b.begin(), b.end());
     CHECK(a_set == b_set);
     CHECK(b != plain.batches());
-    const auto& bounds = grouped.bucket_boundaries();
-    auto bucket_of = [&](const Batch& batch) {
-      double longest = 0.0;
-      for (size_t i : batch) longest = std::max(longest, lengths[i]);
-      return std::lower_bound(bounds.begin(), bounds.end(), longest) - bounds.begin();
-    };
-    // Every complete round before the leftovers comes from one bucket.
-    size_t mixed = 0;
+    std::vector<double> cost;
+    for (const Batch& batch : b) cost.push_back(padded_length(batch, lengths));
+    // The ranks of a step wait under a quarter of what SpeechBrain's order makes them wait.
+    CAPTURE(round, round_wait(cost, round), round_wait(plain_cost, round));
+    CHECK(round_wait(cost, round) < 0.25 * round_wait(plain_cost, round));
+    // Every round's batches are neighbours in cost order (no costlier batch between them).
     for (size_t start = 0; start + round <= b.size(); start += round) {
-      for (size_t k = 1; k < round; ++k) mixed += bucket_of(b[start + k]) != bucket_of(b[start]);
+      const auto [lo, hi] = std::minmax_element(cost.begin() + start, cost.begin() + start + round);
+      size_t inside = 0;
+      for (double c : cost) inside += c > *lo && c < *hi;
+      CHECK(inside <= round - 2);
     }
-    // Leftovers: fewer than `round` per bucket, so at most (buckets) x (round - 1) batches.
-    const size_t buckets = bounds.size() + 1;
-    CHECK(mixed <= buckets * (round - 1));
-    size_t uniform_rounds = 0;
-    for (size_t start = 0; start + round <= b.size() - buckets * (round - 1); start += round) {
-      bool same = true;
-      for (size_t k = 1; k < round; ++k) same = same && bucket_of(b[start + k]) == bucket_of(b[start]);
-      uniform_rounds += same;
-    }
-    CHECK(uniform_rounds == (b.size() - buckets * (round - 1)) / round);
   }
 }

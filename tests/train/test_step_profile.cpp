@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "core/atomic_file.h"
@@ -80,6 +81,13 @@ TEST_CASE("StepProfile: consecutive phases, repeated phases add up, medians over
   REQUIRE(j["phases"].size() == 3);
   CHECK(j["phases"][0]["phase"] == "a");
   CHECK(j["phases"][0]["host_median_ms"].get<double>() >= 30.0);
+  // Every step's times too: 3 steps of "a" (each >= 30 ms) and of the whole step.
+  REQUIRE(j["per_step_ms"]["a"].size() == 3);
+  REQUIRE(j["per_step_ms"]["step"].size() == 3);
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(j["per_step_ms"]["a"][k].get<double>() >= 30.0);
+    CHECK(j["per_step_ms"]["step"][k].get<double>() >= j["per_step_ms"]["a"][k].get<double>());
+  }
   const std::string table = profile.table();
   CHECK_THAT(table, Catch::Contains("phase") && Catch::Contains("median ms") &&
                         Catch::Contains("step") && Catch::Contains("3 steps"));
@@ -125,4 +133,27 @@ TEST_CASE("train --profile N: the first N batches' phases in profile.json and th
   }
   const std::string log = read_file(dir.file("log.txt"));
   CHECK_THAT(log, Catch::Contains("step profile of the first 3 batches"));
+  CHECK_THAT(log, Catch::Contains("first optimizer step done"));
+  // The epoch record carries the epoch's throughput.
+  bool epoch_record = false;
+  std::istringstream records(read_file(out + "/log.jsonl"));
+  for (std::string line; std::getline(records, line);) {
+    const nlohmann::json r = nlohmann::json::parse(line);
+    if (r["kind"] != "epoch") continue;
+    epoch_record = true;
+    CHECK(r["train_audio_seconds"].get<double>() > 0.0);
+    CHECK(r["train_seconds"].get<double>() > 0.0);
+    CHECK(r["train_audio_per_sec"].get<double>() ==
+          Approx(r["train_audio_seconds"].get<double>() / r["train_seconds"].get<double>()));
+  }
+  CHECK(epoch_record);
+
+  // --profile-from skips the warm-up: batches 3 and 4.
+  const std::string later = dir.file("later");
+  REQUIRE(testing::run_command(testing::mamba_asr_exe() + " train " +
+                               testing::tiny_ctc_args(dir.file("corpus"), later, 1) +
+                               " --threads 1 --profile 2 --profile-from 2 2> " +
+                               dir.file("later.txt")) == 0);
+  CHECK(nlohmann::json::parse(read_file(later + "/profile.json"))["steps"] == 2);
+  CHECK_THAT(read_file(dir.file("later.txt")), Catch::Contains("step profile of batches 3-4"));
 }
