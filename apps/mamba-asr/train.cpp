@@ -285,8 +285,8 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                 "activation_checkpointing; docs/training.md)");
   cmd->add_flag("--speechbrain-batch-order", options->speechbrain_batch_order,
                 "Hand out the batch plan as SpeechBrain does: the batches of one step (over "
-                "--nproc ranks and grad_accumulation_factor) from any length bucket. Default: "
-                "from one bucket, so ranks wait less for each other (hparams "
+                "--nproc ranks and grad_accumulation_factor) as they come. Default: batches of "
+                "similar padded length, so ranks wait less for each other (hparams "
                 "bucket_aligned_steps; docs/training.md)");
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");

@@ -33,8 +33,8 @@ struct TrainConfig {
   int64_t number_of_epochs = 1;
   int64_t seed = 0;
   int64_t grad_accumulation_factor = 1;
-  // Dynamic batching: the batches of one optimizer step (over ranks and accumulation) come from
-  // one length bucket (DynamicBatchOptions::step_round). hparams `bucket_aligned_steps`.
+  // Dynamic batching: the batches of one optimizer step (over ranks and accumulation) are of
+  // similar padded length (DynamicBatchOptions::step_round). hparams `bucket_aligned_steps`.
   bool bucket_aligned_steps = true;
   double max_grad_norm = 5.0;
   runtime::Precision precision = runtime::Precision::kFp32;  // bf16 / fp16 on CUDA only

@@ -57,9 +57,9 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
   }
   parallel_ = options_.parallel ? options_.parallel : std::make_shared<DataParallel>();
   if (config_.bucket_aligned_steps) {
-    // One optimizer step takes world_size x grad_accumulation_factor consecutive batches; they
-    // come from one length bucket (data/sampler.h), so one process accumulating N batches still
-    // trains exactly as N ranks do.
+    // One optimizer step takes world_size x grad_accumulation_factor consecutive batches of
+    // similar cost (data/sampler.h, group_rounds_by_cost), so one process accumulating N batches
+    // still trains exactly as N ranks do.
     config_.train_batching.dynamic_options.step_round =
         static_cast<size_t>(parallel_->world_size() * config_.grad_accumulation_factor);
   }

@@ -39,7 +39,7 @@ struct TrainRunOptions {
   // true: checkpoint the encoder layers' activations whatever the hparams say
   // (--activation-checkpointing).
   bool activation_checkpointing = false;
-  // true: the batches of a step from any length bucket, whatever the hparams say
+  // true: the batches of a step as SpeechBrain's order has them, whatever the hparams say
   // (--speechbrain-batch-order; TrainConfig::bucket_aligned_steps).
   bool speechbrain_batch_order = false;
   // > 0: time the phases of N batches (train/step_profile.h), print the table and write
