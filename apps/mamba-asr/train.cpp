@@ -179,8 +179,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
     // No thread count given: each process takes its share of the cores. A GPU process keeps few
     // (runtime::gpu_training_threads says why); CPU ranks of one host split the cores.
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const char* local = std::getenv("LOCAL_WORLD_SIZE");
-    const int ranks = local != nullptr ? std::max(1, std::atoi(local)) : 1;
+    const int ranks = env ? env->local_world_size : 1;
     int threads = 0;
     if (train::pick_training_device(global.device).is_cuda()) {
       const hparams::Value* workers = hp.find("num_workers");
