@@ -30,6 +30,10 @@
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
 #             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz
+#   realtrace one GPU of real training on $DATA (TRACE_COPIES listings, default 5) with a Kineto
+#             trace of batches 51-53 and the step profile of 51-80, then the synthetic step at
+#             the corpus's mean shape (SHAPE_BATCH x SHAPE_SECONDS) fixed, over 8 shapes, and
+#             over 8 shapes with ragged lengths (traced), each summarized by kernel
 #   stepshapescale  bench train-step at the scale corpus's mean batch shape (SHAPE_BATCH x
 #             SHAPE_SECONDS, default 33 x 14.3 s, 5 tokens/s)
 #
@@ -310,6 +314,94 @@ stage_scale() {
   done 2>&1
   python3 bench/ddp_profile.py /tmp/scale/new* /tmp/scale/base* > /tmp/scale/summary.txt 2>&1 || true
   tar -czf "$OUT/scale.tar.gz" --exclude='save' --exclude='*.masr' --exclude='*.ckpt' -C /tmp scale 2>/dev/null
+}
+
+stage_realtrace() {
+  local data=${DATA:-.ddpdata} out=/tmp/realtrace
+  rm -rf "$out"
+  awk -F, -v k="${TRACE_COPIES:-5}" 'NR==1{print;next}{for(i=0;i<k;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
+    "$data/train_long.csv" > /tmp/rt_train.csv
+  CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda train hparams/S2S/conmamba_large.yaml --data_folder "$PWD/$data" \
+    --output_folder "$out" --train_csv /tmp/rt_train.csv --valid_csv "$PWD/$data/valid.csv" \
+    --number_of_epochs 1 --num_workers "${WORKERS:-8}" --precision bf16 --grad_accumulation_factor 1 \
+    --output_neurons 1000 --profile 30 --profile-from 50 --trace /tmp/rt.json > "$OUT/realtrace.log" 2>&1
+  summary "realtrace train rc=$?: $(grep -h '^epoch 1:' "$OUT/realtrace.log" | cut -c1-200)"
+  cp "$out/profile.json" "$OUT/realtrace-profile.json" 2>/dev/null
+  cp "$out/log.jsonl" "$OUT/realtrace-log.jsonl" 2>/dev/null
+  grep -A24 'step profile of' "$OUT/realtrace.log" | tee -a "$OUT/summary.txt"
+  python3 bench/trace_summary.py /tmp/rt.json 3 60 > "$OUT/realtrace-summary.txt" 2>&1
+  head -12 "$OUT/realtrace-summary.txt" | tee -a "$OUT/summary.txt"
+  local b=${SHAPE_BATCH:-30} sec=${SHAPE_SECONDS:-15.8}
+  ours_step synth-fixed hparams/S2S/conmamba_large.yaml bf16 "$b" "$sec" --tokens-per-second 5 --trace /tmp/sf.json
+  ours_step synth-shapes hparams/S2S/conmamba_large.yaml bf16 "$b" "$sec" --tokens-per-second 5 --shapes 8
+  ours_step synth-ragged hparams/S2S/conmamba_large.yaml bf16 "$b" "$sec" --tokens-per-second 5 --shapes 8 \
+    --ragged --trace /tmp/sr.json
+  local n
+  for n in synth-fixed synth-shapes synth-ragged; do
+    grep -A22 'train-step profile' "$OUT/$n.err" > "$OUT/$n-profile.txt"
+  done
+  python3 bench/trace_summary.py /tmp/sf.json 3 60 > "$OUT/synth-fixed-summary.txt" 2>&1
+  python3 bench/trace_summary.py /tmp/sr.json 3 60 > "$OUT/synth-ragged-summary.txt" 2>&1
+  head -12 "$OUT/synth-fixed-summary.txt" "$OUT/synth-ragged-summary.txt" | tee -a "$OUT/summary.txt"
+  for f in /tmp/rt.json /tmp/sf.json; do gzip -c "$f" > "$OUT/$(basename "$f").gz"; done
+  find "$OUT" -name '*.gz' -size +15M -delete
+}
+
+# The synthetic step at the scale corpus's mean shape: what changing shapes and padding masks
+# cost (every shape seen in the warm-up, or every step a new one; ragged relative lengths of the
+# audio, the transcripts or both), with Kineto traces (input shapes recorded) of the fixed and
+# the ragged steps.
+stage_variants() {
+  local b=${SHAPE_BATCH:-30} sec=${SHAPE_SECONDS:-15.8} L=hparams/S2S/conmamba_large.yaml n
+  v() {  # name [extra]
+    CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-step --hparams $L --precision bf16 \
+      --batch "$b" --seconds "$sec" --tokens-per-second 5 --profile --json "${@:2}" \
+      > "$OUT/$1.json" 2> "$OUT/$1.err"
+    summary "ours $1: $(our_result "$OUT/$1.json")"
+    grep -A16 'train-step profile' "$OUT/$1.err" | grep -E 'encoder|decoder|backward|^step' | tr -s ' ' | tr '\n' ';' | tee -a "$OUT/summary.txt"; echo | tee -a "$OUT/summary.txt"
+  }
+  v var-fixed --warmup 8 --repeat 16 --trace /tmp/vf.json
+  v var-shapes8 --warmup 8 --repeat 16 --shapes 8
+  v var-shapes64 --warmup 3 --repeat 16 --shapes 64
+  v var-ragged-both --warmup 8 --repeat 16 --shapes 8 --ragged both --trace /tmp/vr.json
+  v var-ragged-audio --warmup 8 --repeat 16 --shapes 8 --ragged audio
+  v var-ragged-tokens --warmup 8 --repeat 16 --shapes 8 --ragged tokens
+  v var-ragged-fixed --warmup 8 --repeat 16 --ragged both
+  for n in vf vr; do
+    python3 bench/trace_summary.py /tmp/$n.json 3 60 > "$OUT/$n-summary.txt" 2>&1
+    gzip -c /tmp/$n.json > "$OUT/$n.json.gz"
+  done
+  find "$OUT" -name '*.gz' -size +15M -delete
+}
+
+# Real one-GPU training with batches padded to the shape grid (TrainConfig::recurring_shapes,
+# the CUDA default) and without it (MASR_SHAPE_GRID=0), alternated GRID_RUNS times (default
+# on off off on), on a copy of $DATA outside the tree (a later call's transfer replaces carried
+# folders), listed COPIES times (default 15); then the synthetic step at the mean shape.
+stage_grid() {
+  local data=/tmp/griddata
+  rm -rf "$data"; cp -r "${DATA:-.ddpdata}" "$data"
+  awk -F, -v k="${COPIES:-15}" 'NR==1{print;next}{for(i=0;i<k;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
+    "$data/train_long.csv" > /tmp/grid_train.csv
+  summary "grid corpus: $(($(wc -l < /tmp/grid_train.csv) - 1)) rows; $(nproc) CPUs"
+  local i=0 mode
+  for mode in ${GRID_RUNS:-on off off on}; do
+    i=$((i + 1))
+    local out=/tmp/grid/$i-$mode grid=1
+    [[ $mode == off ]] && grid=0
+    rm -rf "$out"
+    MASR_SHAPE_GRID=$grid CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda train hparams/S2S/conmamba_large.yaml \
+      --data_folder "$data" --output_folder "$out" --train_csv /tmp/grid_train.csv \
+      --valid_csv "$data/valid.csv" --number_of_epochs 1 --num_workers "${WORKERS:-8}" --precision bf16 \
+      --grad_accumulation_factor 1 --output_neurons 1000 --profile 30 --profile-from 100 \
+      > "$OUT/grid-$i-$mode.log" 2>&1
+    summary "grid $i $mode rc=$?: $(grep -h '^epoch 1:' "$OUT/grid-$i-$mode.log" | cut -c1-220)"
+    grep -A22 'step profile of' "$OUT/grid-$i-$mode.log" | grep -E 'encoder|decoder|backward|^step' | tr -s ' ' | tr '\n' ';' | tee -a "$OUT/summary.txt"; echo | tee -a "$OUT/summary.txt"
+    cp "$out/log.jsonl" "$OUT/grid-$i-$mode-log.jsonl" 2>/dev/null
+    cp "$out/profile.json" "$OUT/grid-$i-$mode-profile.json" 2>/dev/null
+  done
+  ours_step grid-synth hparams/S2S/conmamba_large.yaml bf16 "${SHAPE_BATCH:-30}" "${SHAPE_SECONDS:-15.8}" \
+    --tokens-per-second 5
 }
 
 stage_stepshapescale() {  # the synthetic step at the scale corpus's mean batch shape

@@ -39,3 +39,37 @@ print(f"{len(kernels) / steps:.0f} kernels per step, {busy / steps / 1e3:.2f} ms
 print(f"{'ms/step':>8} {'share':>6} {'calls':>6}  kernel")
 for name, (dur, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:top]:
     print(f"{dur / steps / 1e3:8.3f} {100 * dur / busy:5.1f}% {n / steps:6.0f}  {name}")
+
+# The host side: CUDA runtime/driver calls (launches, allocations, synchronizations) and the
+# longest CPU operators, per step. A host that spends its step in cudaMalloc/cudaFree or in
+# synchronizations paces the GPU; launches alone cost a few microseconds each.
+runtime = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver") and "dur" in e]
+if runtime:
+    rt = collections.defaultdict(lambda: [0.0, 0])
+    for e in runtime:
+        r = rt[e["name"]]
+        r[0] += e["dur"]
+        r[1] += 1
+    print(f"\nCUDA runtime/driver calls: {sum(v[0] for v in rt.values()) / steps / 1e3:.2f} ms per step")
+    print(f"{'ms/step':>8} {'calls':>7}  call")
+    for name, (dur, n) in sorted(rt.items(), key=lambda kv: -kv[1][0])[:15]:
+        print(f"{dur / steps / 1e3:8.3f} {n / steps:7.0f}  {name}")
+ops = [e for e in events if e.get("cat") == "cpu_op" and "dur" in e]
+if ops:
+    # Time the GPU sat idle between kernels, split by gap length: many short gaps are launch
+    # latency; a few long ones are the host stopping (a sync, an allocation, the data).
+    ev = sorted(kernels + copies, key=lambda e: e["ts"])
+    gaps = [b["ts"] - (a["ts"] + a["dur"]) for a, b in zip(ev, ev[1:])]
+    gaps = [g for g in gaps if g > 0]
+    for lo, hi in ((0, 10), (10, 100), (100, 1000), (1000, 1e12)):
+        sel = [g for g in gaps if lo <= g < hi]
+        print(f"GPU idle gaps {lo:>5}-{hi if hi < 1e12 else 'inf':>5} us: {len(sel) / steps:7.0f} per step, "
+              f"{sum(sel) / steps / 1e3:7.2f} ms per step")
+    top_ops = collections.defaultdict(lambda: [0.0, 0])
+    for e in ops:
+        t = top_ops[e["name"]]
+        t[0] += e["dur"]
+        t[1] += 1
+    print(f"\nCPU operators (inclusive time, nested ops counted in each): top 15 per step")
+    for name, (dur, n) in sorted(top_ops.items(), key=lambda kv: -kv[1][0])[:15]:
+        print(f"{dur / steps / 1e3:8.3f} {n / steps:7.0f}  {name[:120]}")

@@ -242,6 +242,16 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
                 "host syncs; table on stderr, medians in the results");
   cmd->add_option("--trace", options->settings.trace,
                   "train-step on CUDA: write a Chrome trace (Kineto) of 3 timed steps to FILE");
+  cmd->add_option("--shapes", options->settings.shapes,
+                  "train-step: cycle through K batch shapes of about the same audio (utterances "
+                  "of 0.7-1.3 x --seconds), as real training's batches change shape")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  cmd->add_option("--ragged", options->settings.ragged,
+                  "train-step: random relative lengths 0.85-1 of the utterances (audio), the "
+                  "transcripts (tokens) or both, so that padding masks are in play as in real "
+                  "batches")
+      ->check(CLI::IsMember({"audio", "tokens", "both"}));
   cmd->add_option("--init", options->settings.init,
                   "train-parity: folder with the reference's model.ckpt and batch.pt");
   cmd->add_option("--lengths", options->lengths,

@@ -15,6 +15,7 @@
 #include "toolkit/auto_settings.h"
 #include "runtime/cpu_affinity.h"
 #include "runtime/device.h"
+#include "runtime/kineto_trace.h"
 #include "train/c10d_data_parallel.h"
 #include "train/local_launcher.h"
 #include "train/train_loop.h"
@@ -34,6 +35,7 @@ struct TrainOptions {
   bool nproc_given = false;
   int64_t profile_steps = 0;
   int64_t profile_from = 0;
+  std::string trace;
   bool activation_checkpointing = false;
   bool speechbrain_batch_order = false;
 };
@@ -139,6 +141,11 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
                 "train: give an hparams file, e.g. mamba-asr train "
                 "hparams/CTC/conmamba_tiny.yaml --dry-run");
   }
+  if (!options.trace.empty() && !runtime::KinetoTrace::available()) {
+    throw Error(ErrorKind::kUsage,
+                "train: --trace needs a CUDA build of mamba-asr on LibTorch >= 2 (Kineto); use "
+                "--profile N for phase timings");
+  }
   if (options.nproc_given) {
     if (options.nproc < 1) {
       throw Error(ErrorKind::kUsage, "train: --nproc " + std::to_string(options.nproc) +
@@ -199,6 +206,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   run.ckpt_interval_minutes = options.ckpt_every_minutes;
   run.profile_steps = options.profile_steps;
   run.profile_from = options.profile_from;
+  run.trace_path = options.trace;
   run.started = started;
   run.activation_checkpointing = options.activation_checkpointing;
   run.speechbrain_batch_order = options.speechbrain_batch_order;
@@ -275,9 +283,13 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                   "and write <output_folder>/profile.json, then train on (docs/training.md)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_option("--profile-from", options->profile_from,
-                  "With --profile: start the profiled batches after this many, past the warm-up "
-                  "(default 0)")
+                  "With --profile or --trace: start the profiled batches after this many, past "
+                  "the warm-up (default 0)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  cmd->add_option("--trace", options->trace,
+                  "Write a Chrome trace (Kineto: CPU operators and CUDA kernels) of 3 batches from "
+                  "--profile-from on to FILE (FILE-rankR.json on other ranks); CUDA builds; "
+                  "bench/trace_summary.py sums it by kernel");
   cmd->add_flag("--activation-checkpointing", options->activation_checkpointing,
                 "Keep only each encoder layer's input for the backward and run the layer again "
                 "there: less GPU memory for about one more encoder forward per step (hparams "

@@ -20,7 +20,7 @@ std::string shape_of(const at::Tensor& t) {
 
 }  // namespace
 
-PaddedTensor pad_right(const std::vector<at::Tensor>& items, double value) {
+PaddedTensor pad_right(const std::vector<at::Tensor>& items, double value, int64_t padded_len) {
   if (items.empty()) throw_input_error("cannot pad an empty batch");
   const at::Tensor& first = items.front();
   if (first.dim() == 0) throw_input_error("cannot pad scalars: batch item 0 has no dimensions");
@@ -37,6 +37,7 @@ PaddedTensor pad_right(const std::vector<at::Tensor>& items, double value) {
     }
     max_len = std::max(max_len, item.size(0));
   }
+  max_len = std::max(max_len, padded_len);
   std::vector<int64_t> shape = first.sizes().vec();
   shape.insert(shape.begin(), static_cast<int64_t>(items.size()));
   shape[1] = max_len;
@@ -53,14 +54,29 @@ PaddedTensor pad_right(const std::vector<at::Tensor>& items, double value) {
   return out;
 }
 
-PaddedTensor pad_sequences(const std::vector<std::vector<int64_t>>& sequences, int64_t value) {
+PaddedTensor pad_sequences(const std::vector<std::vector<int64_t>>& sequences, int64_t value,
+                           int64_t padded_len) {
   std::vector<at::Tensor> items;
   items.reserve(sequences.size());
   for (const auto& sequence : sequences) {
     items.push_back(at::tensor(at::ArrayRef<int64_t>(sequence), at::kLong)
                         .reshape({static_cast<int64_t>(sequence.size())}));
   }
-  return pad_right(items, static_cast<double>(value));
+  return pad_right(items, static_cast<double>(value), padded_len);
+}
+
+int64_t grid_length(int64_t n, int64_t quantum, double ratio) {
+  if (quantum < 1 || !(ratio > 1.0)) {
+    throw_config_error("grid_length: quantum must be >= 1 and ratio > 1");
+  }
+  const int64_t units = (std::max<int64_t>(n, 0) + quantum - 1) / quantum;
+  int64_t g = 1;
+  while (g < units) {
+    // (1e-9: 10 * 1.1 is 11.000000000000002 in double, which must stay 11)
+    g = std::max(g + 1,
+                 static_cast<int64_t>(std::ceil(static_cast<double>(g) * ratio - 1e-9)));
+  }
+  return g * quantum;
 }
 
 std::vector<int64_t> absolute_lengths(const at::Tensor& relative, int64_t max_len) {

@@ -19,10 +19,18 @@ struct PaddedTensor {
 // PaddedBatch -> batch_pad_right). All items must share dtype and every dim but the first; a
 // mismatch is an input error naming the item and shapes. Empty items get relative length 0; an
 // empty batch is an error.
-PaddedTensor pad_right(const std::vector<at::Tensor>& items, double value = 0.0);
+// `padded_len` > the longest item pads further (relative lengths then relative to it).
+PaddedTensor pad_right(const std::vector<at::Tensor>& items, double value = 0.0,
+                       int64_t padded_len = 0);
 
 // Integer sequences (token ids) as an int64 PaddedTensor.
-PaddedTensor pad_sequences(const std::vector<std::vector<int64_t>>& sequences, int64_t value = 0);
+PaddedTensor pad_sequences(const std::vector<std::vector<int64_t>>& sequences, int64_t value = 0,
+                           int64_t padded_len = 0);
+
+// The smallest length >= n on a grid of multiples of `quantum` that runs 1, 2, 3, ... quanta
+// while one quantum is more than (ratio - 1) of the length, then grows by `ratio` (rounded up to
+// whole quanta): few distinct lengths, each at most about (ratio - 1) above n.
+int64_t grid_length(int64_t n, int64_t quantum, double ratio);
 
 // Absolute lengths back from relative ones: round(rel * max_len), as SpeechBrain's consumers do.
 std::vector<int64_t> absolute_lengths(const at::Tensor& relative, int64_t max_len);

@@ -35,6 +35,10 @@ struct BenchSettings {
   // train-step on CUDA (LibTorch >= 2): a Chrome trace (Kineto, CPU + CUDA activity) of 3 timed
   // steps written to this file, for a kernel-level breakdown (bench/trace_summary.py).
   std::string trace;
+  // train-step: batch shapes to cycle through (> 1: toolkit/step_bench.h StepSpec::shapes) and
+  // ragged relative lengths (StepSpec::ragged).
+  int64_t shapes = 1;
+  std::string ragged;
   // loader: worker counts to sweep (empty: 0, 1, 2 on the built-in corpus; 1, 2, 4, ... up to
   // the cores with --input).
   std::vector<int64_t> workers;

@@ -25,6 +25,7 @@
 #include "models/torch_save_reader.h"
 #include "nn/checkpoint.h"
 #include "runtime/autocast.h"
+#include "runtime/kineto_trace.h"
 #include "runtime/peak_memory.h"
 #include "train/asr_task.h"
 #include "train/data_parallel.h"
@@ -32,45 +33,8 @@
 #include "train/step_profile.h"
 #include "train/train_config.h"
 
-#if defined(MASR_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
-#include <torch/csrc/autograd/profiler_kineto.h>
-#define MASR_HAS_KINETO 1
-#endif
-
 namespace masr::toolkit {
 namespace {
-
-// Records CPU and CUDA activity (Kineto) between start() and stop(path), which writes a Chrome
-// trace; a config error where this build has no Kineto.
-class KinetoTrace {
- public:
-  void start() {
-#ifdef MASR_HAS_KINETO
-    namespace prof = torch::autograd::profiler;
-    const torch::profiler::impl::ProfilerConfig config(
-        torch::profiler::impl::ProfilerState::KINETO);
-    const std::set<torch::profiler::impl::ActivityType> activities{
-        torch::profiler::impl::ActivityType::CPU, torch::profiler::impl::ActivityType::CUDA};
-    prof::prepareProfiler(config, activities);
-    prof::enableProfiler(config, activities);
-    on_ = true;
-#else
-    throw_config_error("bench --trace needs a CUDA build with LibTorch >= 2 (Kineto)");
-#endif
-  }
-  void stop(const std::string& path) {
-#ifdef MASR_HAS_KINETO
-    if (!on_) return;
-    on_ = false;
-    torch::autograd::profiler::disableProfiler()->save(path);
-#else
-    (void)path;
-#endif
-  }
-
- private:
-  bool on_ = false;
-};
 
 // Random audio and tokens shaped like a LibriSpeech batch: about 12 characters (or 3 subword
 // units) per second, fewer than the 25 encoder frames per second that CTC needs.
@@ -92,15 +56,32 @@ train::AsrBatch full_length_batch(const at::Tensor& wav, const at::Tensor& token
   return b;
 }
 
-train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t vocab, int64_t bos, int64_t eos,
-                                int sample_rate) {
-  const int64_t samples = static_cast<int64_t>(spec.seconds * sample_rate);
+train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t batch, double seconds, int64_t vocab,
+                                int64_t bos, int64_t eos, int sample_rate) {
+  const int64_t samples = static_cast<int64_t>(seconds * sample_rate);
   const double per_s = spec.tokens_per_second > 0 ? spec.tokens_per_second : vocab <= 100 ? 12 : 3;
-  const int64_t u = std::max<int64_t>(1, static_cast<int64_t>(spec.seconds * per_s));
-  return full_length_batch(
-      torch::randn({spec.batch, samples}) * 0.1,
-      torch::randint(3, std::max<int64_t>(4, vocab), {spec.batch, u}, torch::kLong), bos, eos,
+  const int64_t u = std::max<int64_t>(1, static_cast<int64_t>(seconds * per_s));
+  train::AsrBatch b = full_length_batch(
+      torch::randn({batch, samples}) * 0.1,
+      torch::randint(3, std::max<int64_t>(4, vocab), {batch, u}, torch::kLong), bos, eos,
       "synthetic-", sample_rate);
+  const bool ragged_audio = spec.ragged == "audio" || spec.ragged == "both";
+  const bool ragged_tokens = spec.ragged == "tokens" || spec.ragged == "both";
+  if (ragged_audio && batch > 1) {
+    // Relative lengths 0.85-1 with the longest exactly 1; zeros past each end, as the loader pads.
+    at::Tensor rel = 0.85 + 0.15 * torch::rand({batch});
+    rel[0] = 1.0;
+    b.wav_rel = rel;
+    b.wav = b.wav * (torch::arange(samples).unsqueeze(0) < (rel * samples).unsqueeze(1));
+    b.audio_seconds = rel.sum().item<double>() * static_cast<double>(samples) / sample_rate;
+  }
+  if (ragged_tokens && batch > 1) {
+    at::Tensor trel = 0.85 + 0.15 * torch::rand({batch});
+    trel[0] = 1.0;
+    b.tokens_rel = trel;
+    b.tokens_eos_rel = trel;  // close enough for timing: the mask differs by one token
+  }
+  return b;
 }
 
 std::string shape_note(const StepSpec& spec) {
@@ -144,9 +125,24 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
                                          const runtime::BenchSettings& settings) {
   State& s = *state_;
   torch::manual_seed(0);
-  const train::AsrBatch batch = synthetic_batch(spec, s.config.output_neurons, s.config.bos_index,
-                                                s.config.eos_index, s.config.sample_rate)
-                                    .to(s.device);
+  // One batch, or `shapes` of them from 0.7 to 1.3 times the utterance length, each with about
+  // batch x seconds of audio, cycled through in the timed steps.
+  std::vector<train::AsrBatch> batches;
+  const int64_t shapes = std::max<int64_t>(1, spec.shapes);
+  for (int64_t k = 0; k < shapes; ++k) {
+    const double f = shapes == 1 ? 1.0 : 0.7 + 0.6 * static_cast<double>(k) / (shapes - 1);
+    const double seconds = spec.seconds * f;
+    const auto n = std::max<int64_t>(
+        1, std::llround(static_cast<double>(spec.batch) * spec.seconds / seconds));
+    batches.push_back(synthetic_batch(spec, n, seconds, s.config.output_neurons,
+                                      s.config.bos_index, s.config.eos_index, s.config.sample_rate)
+                          .to(s.device));
+  }
+  // The audio of the timed steps, for the throughput.
+  double timed_audio = 0.0;
+  for (int i = settings.warmup; i < settings.warmup + settings.repeat; ++i) {
+    timed_audio += batches[static_cast<size_t>(i) % batches.size()].audio_seconds;
+  }
   at::Generator generator = features::make_generator(0);
   const runtime::Precision precision =
       s.device.is_cuda() ? spec.precision : runtime::Precision::kFp32;
@@ -161,7 +157,7 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
   train::StepProfile profile(s.device);
   std::optional<train::ActiveProfile> active;
   int calls = 0;
-  KinetoTrace trace;
+  runtime::KinetoTrace trace;
   runtime::BenchResult r = runtime::measure(
       std::string("train-step/") + runtime::precision_name(precision) + "/b" +
           std::to_string(spec.batch),
@@ -177,6 +173,7 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
           }
         }
         if (!settings.trace.empty() && calls == settings.warmup + 3) trace.stop(settings.trace);
+        const train::AsrBatch& batch = batches[static_cast<size_t>(calls) % batches.size()];
         ++calls;
         if (active) profile.begin_step("features");
         at::Tensor loss;
@@ -191,9 +188,11 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
       });
   active.reset();
   trace.stop(settings.trace);
-  r.work = batch.audio_seconds;
+  r.work = timed_audio / settings.repeat;  // the mean step's audio
   r.work_unit = "audio-s";
   r.note = shape_note(spec) + ", fwd+bwd+" + s.config.optimizer.type;
+  if (shapes > 1) r.note += string_printf(", %lld shapes", static_cast<long long>(shapes));
+  if (!spec.ragged.empty()) r.note += ", ragged lengths (" + spec.ragged + ")";
   r.metrics.emplace_back("peak_bytes", static_cast<double>(runtime::peak_memory(spec.device)));
   if (settings.profile) {
     for (const train::PhaseSummary& p : profile.summary()) {
@@ -288,6 +287,8 @@ StepSpec spec_of(const runtime::BenchSettings& settings, int64_t batch,
   spec.batch = batch;
   spec.seconds = settings.seconds;
   spec.tokens_per_second = settings.tokens_per_second;
+  spec.shapes = settings.shapes;
+  spec.ragged = settings.ragged;
   return spec;
 }
 

@@ -27,6 +27,12 @@ struct StepSpec {
   // Tokens per second of each random transcript; 0: about LibriSpeech's (12 characters or 3
   // subword units per second, by the vocabulary's size).
   double tokens_per_second = 0.0;
+  // > 1: cycle through this many batch shapes of about the same audio (utterances of 0.7-1.3 x
+  // `seconds`, as many as keep batch x seconds), as real training's batches change shape.
+  int64_t shapes = 1;
+  // Random relative lengths 0.85-1 (the longest 1), so that padding masks are in play as in real
+  // batches: "audio", "tokens", "both"; empty: every relative length 1.
+  std::string ragged;
 };
 
 // A model with its optimizer, ready to be stepped on synthetic batches.

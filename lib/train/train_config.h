@@ -36,6 +36,13 @@ struct TrainConfig {
   // Dynamic batching: the batches of one optimizer step (over ranks and accumulation) are of
   // similar padded length (DynamicBatchOptions::step_round). hparams `bucket_aligned_steps`.
   bool bucket_aligned_steps = true;
+  // Batches padded to recurring shapes (collate): audio to a grid of lengths 2 % apart in
+  // 40 ms units, transcripts with BOS/EOS to one 10 % apart in units of 8 tokens. On a GPU each
+  // new batch shape costs the host cuBLAS/cuDNN planning for every matrix product and
+  // convolution (23 % of a ConMamba-L step when every step has a new shape); on the grid shapes
+  // recur within an epoch. The padding is masked like any other. On for CUDA training
+  // (TrainLoop; MASR_SHAPE_GRID=0 turns it off), off on the CPU.
+  bool recurring_shapes = false;
   double max_grad_norm = 5.0;
   runtime::Precision precision = runtime::Precision::kFp32;  // bf16 / fp16 on CUDA only
   // Encoder layers keep only their inputs and run again in the backward (nn/checkpoint.h).

@@ -188,10 +188,20 @@ AsrBatch collate(std::vector<Utterance> items, int sample_rate, const TrainConfi
     with_eos.push_back(config.eos_index);
     eos.push_back(std::move(with_eos));
   }
-  const data::PaddedTensor wav = data::pad_right(wavs);
+  // On the shape grid (TrainConfig::recurring_shapes): audio in 40 ms units 2 % apart, the
+  // decoder's BOS/EOS sequences in units of 8 tokens 10 % apart.
+  int64_t wav_len = 0, seq_len = 0;
+  if (config.recurring_shapes) {
+    int64_t longest = 0, longest_seq = 0;
+    for (const at::Tensor& w : wavs) longest = std::max(longest, w.size(0));
+    for (const auto& t : bos) longest_seq = std::max(longest_seq, static_cast<int64_t>(t.size()));
+    wav_len = data::grid_length(longest, std::max(1, sample_rate / 25), 1.02);
+    seq_len = data::grid_length(longest_seq, 8, 1.1);
+  }
+  const data::PaddedTensor wav = data::pad_right(wavs, 0.0, wav_len);
   const data::PaddedTensor tok = data::pad_sequences(tokens, config.pad_index);
-  const data::PaddedTensor tok_bos = data::pad_sequences(bos, config.pad_index);
-  const data::PaddedTensor tok_eos = data::pad_sequences(eos, config.pad_index);
+  const data::PaddedTensor tok_bos = data::pad_sequences(bos, config.pad_index, seq_len);
+  const data::PaddedTensor tok_eos = data::pad_sequences(eos, config.pad_index, seq_len);
   b.wav = wav.data;
   b.wav_rel = wav.lengths;
   b.tokens = tok.data;

@@ -3,6 +3,7 @@
 #include "train/train_loop.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -64,6 +65,10 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
         static_cast<size_t>(parallel_->world_size() * config_.grad_accumulation_factor);
   }
   device_ = pick_training_device(options_.device);
+  {
+    const char* grid = std::getenv("MASR_SHAPE_GRID");
+    config_.recurring_shapes = device_.is_cuda() && !(grid && std::string(grid) == "0");
+  }
   if (!device_.is_cuda() && config_.precision != runtime::Precision::kFp32) {
     MASR_LOG_INFO("train: precision %s applies on CUDA only; training in fp32 on the CPU",
                   runtime::precision_name(config_.precision));
@@ -161,6 +166,7 @@ bool TrainLoop::train_epoch(int64_t epoch) {
   epoch_audio_ = 0.0;
   std::optional<ActiveProfile> active;
   for (size_t index = start;; ++index) {
+    update_trace();
     if (profiling()) {
       if (!active) active.emplace(profile_.get());
       profile_->begin_step("data");
@@ -217,6 +223,29 @@ TrainLoop::StepFlags TrainLoop::agree_flags() {
   const double base = parallel_->world_size() + 1.0;
   const double sum = parallel_->sum((flags.stop ? 1.0 : 0.0) + (flags.due_time ? base : 0.0));
   return {std::fmod(sum, base) > 0.0, sum >= base};
+}
+
+void TrainLoop::update_trace() {
+  if (options_.trace_path.empty() || trace_done_) return;
+  if (!trace_.running() && batches_run_ >= options_.profile_from) {
+    trace_.start();
+    trace_start_batch_ = batches_run_;
+    return;
+  }
+  if (trace_.running() && batches_run_ >= trace_start_batch_ + options_.trace_batches) {
+    if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
+    std::string path = options_.trace_path;
+    if (!main()) {
+      const fs::path p(path);
+      path = (p.parent_path() / (p.stem().string() + "-rank" + std::to_string(parallel_->rank()) +
+                                 p.extension().string()))
+                 .string();
+    }
+    trace_.stop(path);
+    trace_done_ = true;
+    progress_->message("train: Kineto trace of batches " + std::to_string(trace_start_batch_ + 1) +
+                       "-" + std::to_string(batches_run_) + " written to " + path);
+  }
 }
 
 void TrainLoop::end_profiled_step() {

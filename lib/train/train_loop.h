@@ -21,6 +21,7 @@
 #include "train/data_parallel.h"
 #include "train/optimizer_stepper.h"
 #include "train/progress.h"
+#include "runtime/kineto_trace.h"
 #include "train/step_profile.h"
 #include "train/train_config.h"
 #include "train/train_logger.h"
@@ -48,6 +49,11 @@ struct TrainRunOptions {
   // The profiled batches start after this many batches of the run (--profile-from: past the
   // warm-up, whose first steps allocate memory and tune kernels).
   int64_t profile_from = 0;
+  // Non-empty: a Kineto trace (CPU operators and CUDA kernels) of `trace_batches` batches from
+  // profile_from on, written to this file (FILE-rank<R>.json on other ranks); CUDA builds on
+  // LibTorch >= 2 (--trace).
+  std::string trace_path;
+  int64_t trace_batches = 3;
   // When the command started and how long joining the process group took, for the start-up
   // line logged after the first optimizer step (unset: not logged).
   std::chrono::steady_clock::time_point started{};
@@ -107,6 +113,7 @@ class TrainLoop {
   void log_startup();  // after the first optimizer step: where the time to it went
   void report_profile() const;
   void end_profiled_step();  // closes a profiled batch; reports after the N-th
+  void update_trace();       // --trace: starts and stops the Kineto trace at its batches
   bool main() const { return parallel_->is_main(); }
 
   const hparams::Hparams& hp_;
@@ -119,6 +126,9 @@ class TrainLoop {
   std::unique_ptr<TrainLogger> logger_;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<StepProfile> profile_;  // --profile N
+  runtime::KinetoTrace trace_;            // --trace FILE
+  bool trace_done_ = false;
+  int64_t trace_start_batch_ = 0;
   at::Device device_ = at::kCPU;
   Position pos_;
   bool pending_step_checkpoint_ = false;  // ckpt_interval_steps reached

@@ -20,6 +20,8 @@
 #include "toolkit/registration.h"
 #include "train/asr_task.h"
 #include "train/losses.h"
+#include "train/train_config.h"
+#include "train/train_data.h"
 
 namespace {
 
@@ -232,5 +234,71 @@ TEST_CASE("training is batch-invariant: the trainer's loss and gradients", "[tra
       return task.forward(batch, /*training=*/true, /*epoch=*/100, nullptr, options).loss;
     };
     check_sums(forward, task.parameters(), a, b);
+  }
+}
+
+// Batches padded to the shape grid (TrainConfig::recurring_shapes, on for CUDA training): the
+// extra audio and token padding changes neither the trainer's loss nor its gradients.
+TEST_CASE("training on the shape grid: the same loss and gradients as without", "[train]") {
+  masr::toolkit::register_all();
+  auto [a, b] = two_utterances();
+  a.tokens.push_back(4);  // 8 tokens: 9 with BOS, which the grid pads to 16
+  auto item = [](const Utterance& u, const std::string& id) {
+    masr::train::Utterance out;
+    out.id = id;
+    out.words = "x";
+    const at::Tensor w = u.wav.contiguous();
+    out.samples.assign(w.data_ptr<float>(), w.data_ptr<float>() + w.numel());
+    out.tokens = u.tokens;
+    return out;
+  };
+  for (const Case& c : cases()) {
+    INFO(c.file << (c.causal ? " (causal)" : ""));
+    const auto hp = load(c.file, c.overrides, c.causal);
+    AsrTask task(hp);
+    masr::train::LossOptions options;
+    options.reduction = masr::train::LossReduction::kSum;
+    options.ctc_weight = 0.3;
+    prepare(task.model(), [&] {
+      task.train(true);
+      (void)task.forward(make_batch({a, b}, 1, 2), true, /*epoch=*/1, nullptr, options);
+    });
+    masr::train::TrainConfig config;
+    config.bos_index = 1;
+    config.eos_index = 2;
+    config.pad_index = 0;
+    const auto params = task.parameters();
+    auto run = [&](bool grid) {
+      config.recurring_shapes = grid;
+      const AsrBatch batch = masr::train::collate({item(a, "a"), item(b, "b")}, 16000, config);
+      for (auto p : params) p.mutable_grad() = at::Tensor();
+      const at::Tensor loss =
+          task.forward(batch, /*training=*/true, /*epoch=*/100, nullptr, options).loss;
+      loss.backward();
+      LossAndGrads out;
+      out.loss = loss.item<double>();
+      for (const auto& p : params)
+        out.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+      return std::make_pair(out, batch);
+    };
+    const auto [plain, plain_batch] = run(false);
+    const auto [grid, grid_batch] = run(true);
+    // The grid padded further: 21011 samples -> 21120 (33 units of 640), 9 BOS tokens -> 16.
+    CHECK(plain_batch.wav.size(1) == 21011);
+    CHECK(grid_batch.wav.size(1) == 21120);
+    CHECK(plain_batch.tokens_bos.size(1) == 9);
+    CHECK(grid_batch.tokens_bos.size(1) == 16);
+    CHECK(plain.loss > 0.0);
+    CHECK(std::abs(grid.loss - plain.loss) / plain.loss < kLossTolerance);
+    double grad_diff = 0.0;
+    for (size_t i = 0; i < plain.grads.size(); ++i) {
+      const double scale = std::max(plain.grads[i].abs().max().item<double>(),
+                                    grid.grads[i].abs().max().item<double>());
+      if (scale == 0.0) continue;
+      grad_diff = std::max(grad_diff,
+                           (grid.grads[i] - plain.grads[i]).abs().max().item<double>() / scale);
+    }
+    INFO("largest relative gradient difference " << grad_diff);
+    CHECK(grad_diff < kGradTolerance);
   }
 }
