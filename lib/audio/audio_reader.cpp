@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -94,6 +95,53 @@ struct Source {
   }
 };
 
+// The file's size in bytes (0 when unknown).
+uint64_t byte_size(const Source& source) {
+  if (source.bytes != nullptr) return source.bytes->size();
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(source.name, error);
+  return error ? 0 : static_cast<uint64_t>(size);
+}
+
+// PCM holds a sample in 1 to 8 bytes; a compressed format at most ~6,000 samples per byte (FLAC's
+// constant subframes of 65,535 samples), so 16,384 per byte is beyond any of them.
+double max_samples_per_byte(int format) {
+  switch (format & SF_FORMAT_SUBMASK) {
+    case SF_FORMAT_PCM_S8:
+    case SF_FORMAT_PCM_U8:
+    case SF_FORMAT_ULAW:
+    case SF_FORMAT_ALAW:
+      return 1.0;
+    case SF_FORMAT_PCM_16:
+    case SF_FORMAT_PCM_24:
+    case SF_FORMAT_PCM_32:
+    case SF_FORMAT_FLOAT:
+    case SF_FORMAT_DOUBLE:
+      return 0.5;
+    default:
+      return 16384.0;
+  }
+}
+
+// A damaged header can announce any rate and length, and the resampler would turn 900 bytes at
+// "1 Hz" into 15 minutes of audio; refuse what no real recording holds.
+void check_header_sense(const Source& source, const SF_INFO& info) {
+  if (info.samplerate < kMinSampleRate || info.samplerate > kMaxSampleRate) {
+    fail(source.name, "the header's sample rate of " + std::to_string(info.samplerate) +
+                          " Hz is outside what audio uses (" + std::to_string(kMinSampleRate) +
+                          " to " + std::to_string(kMaxSampleRate) + " Hz): a damaged header");
+  }
+  const uint64_t bytes = byte_size(source);
+  const double max_samples = static_cast<double>(bytes) * max_samples_per_byte(info.format);
+  const double samples = static_cast<double>(info.frames) * info.channels;
+  if (bytes > 0 && samples > max_samples) {
+    std::ostringstream reason;
+    reason << "the header announces " << info.frames << " frames of " << info.channels
+           << " channel(s), more than its " << bytes << " bytes can hold: a damaged header";
+    fail(source.name, reason.str());
+  }
+}
+
 // Opens the file and checks what the header promises. libsndfile accepts a WAV whose data chunk
 // is longer than the file by shortening it and noting "data : N (should be M)" in its log; that
 // file was cut off, so we refuse it rather than silently decoding a fragment.
@@ -124,6 +172,7 @@ SndfilePtr open_checked(const Source& source, SF_INFO& info) {
   if (info.channels < 1) fail(path, "the header declares no channels");
   if (info.samplerate < 1) fail(path, "the header declares no sample rate");
   if (info.frames <= 0) fail(path, "empty: it holds no audio samples");
+  check_header_sense(source, info);
   return file;
 }
 

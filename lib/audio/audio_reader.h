@@ -31,8 +31,14 @@ struct AudioInfo {
   }
 };
 
+// Sample rates a header may declare; anything else is a damaged header (an input error).
+inline constexpr int kMinSampleRate = 1000;
+inline constexpr int kMaxSampleRate = 768000;
+
 // Throws masr::Error (naming the file and the reason) for files that cannot be opened or are not
-// audio, that have no samples, whose data ends before the header says, or that hold NaN/Inf.
+// audio, that have no samples, whose data ends before the header says, whose header declares a
+// sample rate outside kMinSampleRate..kMaxSampleRate or more samples than the file's bytes can
+// hold, or that hold NaN/Inf.
 AudioInfo probe_audio(const std::string& path);
 
 // Decodes every channel, averages them to mono and resamples to `target_rate` (libsoxr, high

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "audio/resample.h"
 #include "core/error.h"
+#include "core/log.h"
 
 namespace masr::audio {
 namespace {
@@ -119,6 +121,26 @@ Audio decode_raw_pcm(const std::string& bytes, const RawPcmFormat& format, const
   return audio;
 }
 
+std::string audio_header_name(const std::string& bytes) {
+  static const std::pair<const char*, const char*> kMagic[] = {
+      {"RIFF", "WAV (RIFF)"}, {"RIFX", "WAV (RIFX)"},    {"RF64", "WAV (RF64)"}, {"FORM", "AIFF"},
+      {"fLaC", "FLAC"},       {"OggS", "Ogg"},           {"ID3", "MP3"},         {".snd", "Sun AU"},
+      {"caff", "CAF"},        {"NIST_1A", "NIST SPHERE"}};
+  for (const auto& [magic, name] : kMagic) {
+    if (bytes.rfind(magic, 0) == 0) return name;
+  }
+  return "";
+}
+
+void warn_if_audio_header(const std::string& bytes, const std::string& name) {
+  const std::string header = audio_header_name(bytes);
+  if (header.empty()) return;
+  MASR_LOG_WARN(
+      "%s starts with a %s header, but --raw-pcm reads it as headerless samples (the "
+      "header too); drop --raw-pcm to read it as the audio file it is",
+      name.c_str(), header.c_str());
+}
+
 AudioInfo probe_raw_pcm_file(const std::string& path, const RawPcmFormat& format) {
   std::error_code error;
   const auto size = std::filesystem::file_size(path, error);
@@ -132,7 +154,9 @@ Audio read_raw_pcm_file(const std::string& path, const RawPcmFormat& format, int
   std::ostringstream bytes;
   bytes << in.rdbuf();
   if (in.bad()) throw_io_error("raw PCM '" + path + "': read failed");
-  return decode_raw_pcm(bytes.str(), format, path, target_rate);
+  const std::string data = bytes.str();
+  warn_if_audio_header(data.substr(0, 16), "raw PCM '" + path + "'");
+  return decode_raw_pcm(data, format, path, target_rate);
 }
 
 }  // namespace masr::audio

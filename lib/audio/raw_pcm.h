@@ -30,7 +30,14 @@ Audio decode_raw_pcm(const std::string& bytes, const RawPcmFormat& format, const
 // Frames and rate of `bytes` without decoding them (the same errors for empty and odd sizes).
 AudioInfo probe_raw_pcm(size_t byte_count, const RawPcmFormat& format, const std::string& name);
 
-// A raw PCM file on disk.
+// The container whose magic bytes begin `bytes` ("WAV (RIFF)", "FLAC", ...), or "" for none: a
+// file with a header given as raw PCM would be read header and all as samples.
+std::string audio_header_name(const std::string& bytes);
+// Logs a warning naming `name` and the container when `bytes` (the start of raw PCM input) begins
+// with an audio file header; the samples are still read as asked.
+void warn_if_audio_header(const std::string& bytes, const std::string& name);
+
+// A raw PCM file on disk (its start checked with warn_if_audio_header).
 AudioInfo probe_raw_pcm_file(const std::string& path, const RawPcmFormat& format);
 Audio read_raw_pcm_file(const std::string& path, const RawPcmFormat& format,
                         int target_rate = 16000);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "audio/audio_reader.h"
 #include "core/error.h"
 
 namespace masr::decode {
@@ -151,6 +152,12 @@ std::unique_ptr<SampleStream> open_file_sample_stream(const std::string& path, i
       sample_rate < 1) {
     sf_close(file);
     return nullptr;
+  }
+  try {  // what read_audio refuses is refused here too: truncated files, damaged headers
+    audio::probe_audio(path);
+  } catch (...) {
+    sf_close(file);
+    throw;
   }
   return std::make_unique<SndfileSampleStream>(path, file, info, sample_rate);
 }

@@ -33,7 +33,8 @@ class MemorySampleStream : public SampleStream {
 // audio::read_audio does and resampled to `sample_rate` with libsoxr in streaming mode (the same
 // high-quality filter as the one-shot resampler). Returns null for files it should not stream
 // (Ogg and MPEG containers, which audio::read_audio decodes its own way; files libsndfile does not
-// open): the caller then reads the file whole.
+// open): the caller then reads the file whole. Files audio::probe_audio refuses (truncated, a
+// damaged header) are the same input errors here.
 std::unique_ptr<SampleStream> open_file_sample_stream(const std::string& path, int sample_rate);
 
 }  // namespace masr::decode

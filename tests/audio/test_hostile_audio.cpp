@@ -117,3 +117,84 @@ TEST_CASE("hostile audio: headers declaring absurd sizes, rates and channels", "
     CHECK_THROWS_WITH(read_audio(path), Contains(path));
   }
 }
+
+namespace {
+
+void put_be(std::string& out, uint32_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+// The AIFF a fuzzer found: a 26-byte COMz chunk libsndfile skips, a COMM of 1 channel, 64 frames,
+// 16 bits and a rate whose 80-bit exponent is ~2^-15000 (libsndfile reads it as 1 Hz), an SSND of
+// size 0 followed by 1,788 bytes that libsndfile takes as 894 frames: 894 s once resampled.
+std::string fuzzed_aiff() {
+  std::string out = "FORM";
+  put_be(out, 0x000100d0, 4);
+  out += "AIFF";
+  out += "COMz";
+  put_be(out, 26, 4);
+  out += std::string(26, '\0');
+  out += "COMM";
+  put_be(out, 18, 4);
+  const unsigned char comm[] = {0x00, 0x01, 0x00, 0x00, 0x00, 0x40, 0x00, 0x10, 0x04,
+                                0xf2, 0xfa, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  out.append(reinterpret_cast<const char*>(comm), sizeof comm);
+  out += "SSND";
+  put_be(out, 0, 4);
+  out += std::string(8, '\0');  // offset, block size
+  for (int i = 0; i < 1788; ++i) out.push_back(static_cast<char>(i * 131 % 251));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("hostile audio: a header's sample rate must be one audio uses", "[audio]") {
+  masr::testing::TempDir dir("hostile_rate_range");
+  SECTION("the fuzzed AIFF at 1 Hz is refused before 894 s are resampled") {
+    const std::string path = dir.write("fuzzed.aiff", fuzzed_aiff());
+    CHECK_THROWS_WITH(masr::audio::probe_audio(path),
+                      Contains(path) && Contains("sample rate of 1 Hz is outside"));
+    CHECK_THROWS_WITH(read_audio(path), Contains("sample rate of 1 Hz is outside"));
+    const std::string bytes = fuzzed_aiff();
+    CHECK_THROWS_WITH(masr::audio::read_audio_bytes(bytes, "stdin"),
+                      Contains("'stdin'") && Contains("1 Hz"));
+  }
+  SECTION("the corpus keeps the same file") {
+    const std::string kept = std::string(MASR_SOURCE_DIR) +
+                             "/fuzz/corpus/audio/001082dc7f8c39a8ea9eac24c1746a257e0f04b3";
+    std::ifstream in(kept, std::ios::binary);
+    REQUIRE(in);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(bytes == fuzzed_aiff());
+  }
+  SECTION("999 Hz and 768,001 Hz are refused; 1000 Hz and 768 kHz are read") {
+    for (const uint32_t rate : {999u, 768001u}) {
+      const std::string path = dir.write("r.wav", wav_bytes(1, rate, 200, 200));
+      CHECK_THROWS_WITH(read_audio(path, 0), Contains(std::to_string(rate) + " Hz is outside"));
+    }
+    for (const uint32_t rate : {1000u, 768000u}) {
+      const std::string path = dir.write("r.wav", wav_bytes(1, rate, 200, 200));
+      CHECK(read_audio(path, 0).samples.size() == 100);
+    }
+  }
+}
+
+TEST_CASE("hostile audio: a header announcing more samples than the file can hold", "[audio]") {
+  masr::testing::TempDir dir("hostile_length");
+  // fLaC and a last-block STREAMINFO: 16 kHz mono 16-bit, 2^35 samples (24 days), no frames.
+  std::string flac = "fLaC";
+  flac += '\x80';
+  put_be(flac, 34, 3);
+  put_be(flac, 4096, 2);
+  put_be(flac, 4096, 2);
+  flac += std::string(6, '\0');  // frame sizes unknown
+  const uint64_t fields = (uint64_t{16000} << 44) | (uint64_t{15} << 36) | (uint64_t{1} << 35);
+  for (int i = 7; i >= 0; --i) flac.push_back(static_cast<char>((fields >> (8 * i)) & 0xFF));
+  flac += std::string(16, '\0');  // MD5
+  const std::string path = dir.write("huge.flac", flac);
+  // The probe (what decode plans batches with) refuses it too, not only the read.
+  CHECK_THROWS_WITH(masr::audio::probe_audio(path),
+                    Contains(path) && Contains("announces 34359738368 frames") &&
+                        Contains("more than its 42 bytes can hold"));
+  CHECK_THROWS_WITH(read_audio(path), Contains("more than its 42 bytes can hold"));
+}
