@@ -47,7 +47,9 @@ std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
     }
     if (piece.empty()) continue;
     if (!open) {
-      const double start = hyp.start_frames[i] * frame_seconds - start_shift;
+      // The shift moves a start earlier, but never into the previous word.
+      const double floor = words.empty() ? 0.0 : words.back().end;
+      const double start = std::max(hyp.start_frames[i] * frame_seconds - start_shift, floor);
       words.push_back({"", std::clamp(start, 0.0, std::max(0.0, duration)), 0.0, 0.0});
       open = true;
     }
@@ -62,7 +64,7 @@ std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
 
 std::string format_text(const Transcript& t) { return t.id + " " + t.text + "\n"; }
 
-double json_seconds(double seconds) { return std::round(seconds * 1e6) / 1e6; }
+double json_seconds(double seconds) { return std::round(seconds * 1e3) / 1e3; }
 
 std::string format_json(const Transcript& t) {
   nlohmann::json j;
@@ -88,7 +90,10 @@ std::string format_ctm(const Transcript& t) {
   std::string out;
   char line[64];
   for (const WordTiming& w : t.words) {
-    std::snprintf(line, sizeof line, " 1 %.2f %.2f ", w.start, w.end - w.start);
+    // Start and end rounded first, so that a word's rounded end never passes the next's start.
+    const double start = std::round(w.start * 100.0) / 100.0;
+    const double end = std::round(w.end * 100.0) / 100.0;
+    std::snprintf(line, sizeof line, " 1 %.2f %.2f ", start, std::max(0.0, end - start));
     char confidence[16];
     std::snprintf(confidence, sizeof confidence, " %.3f", w.confidence);
     out += t.id + line + w.word + confidence + "\n";

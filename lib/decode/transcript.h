@@ -22,10 +22,10 @@ struct WordTiming {
 // Groups `hyp`'s tokens into words (a piece starting with "▁" starts a word; with no such piece in
 // the vocabulary, the piece " " separates words) and times each word from its first token's first
 // frame to its last token's last frame. frame_seconds: the encoder frame shift (0.04 for the
-// Mamba-ASR front end). start_shift: seconds subtracted from each word's start (never below 0),
-// see kCtcWordStartShift. duration: the audio's length; no time lies past it (the encoder's last
-// frame can reach up to a frame beyond the audio). Pieces must cover every token id (an input
-// error otherwise).
+// Mamba-ASR front end). start_shift: seconds subtracted from each word's start (never below 0
+// and never before the previous word's end, so words never overlap), see kCtcWordStartShift.
+// duration: the audio's length; no time lies past it (the encoder's last frame can reach up to a
+// frame beyond the audio). Pieces must cover every token id (an input error otherwise).
 std::vector<WordTiming> word_timings(const CtcHypothesis& hyp,
                                      const std::vector<std::string>& pieces, double frame_seconds,
                                      double start_shift = 0.0,
@@ -48,8 +48,9 @@ struct Transcript {
 
 std::string format_text(const Transcript& t);  // "ID TEXT\n"
 std::string format_json(const Transcript& t);  // one JSON object and "\n"
-// A time in seconds as the JSON outputs write it: rounded to the microsecond, so that a frame
-// time such as 7 * 0.04 prints as 0.28 rather than 0.28000000000000003.
+// A time in seconds as the JSON outputs (decode and stream) write it: rounded to the millisecond,
+// as SRT and VTT are, so that a frame time such as 7 * 0.04 prints as 0.28 rather than
+// 0.28000000000000003 and a stream's sample offsets do not print as 1.2345625.
 double json_seconds(double seconds);
 // NIST CTM: "ID 1 START DURATION WORD CONFIDENCE" per word, times with 2 decimals.
 std::string format_ctm(const Transcript& t);

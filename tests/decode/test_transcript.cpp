@@ -61,6 +61,30 @@ TEST_CASE("Word starts move earlier by the CTC start shift, never below zero", "
   CHECK(word_timings(hyp, pieces, 0.04, 0.0, 0.10)[1].start == Approx(0.10));
 }
 
+TEST_CASE("The start shift stops at the previous word's end: words never overlap", "[decode]") {
+  // tokens: ▁A ([1,3)), ▁B ([3,4)), ▁C ([10,11)); 40 ms frames, a 0.052 s shift:
+  // A 0-0.12; B would start at 0.12 - 0.052 = 0.068, inside A, so it starts at A's end, 0.12;
+  // C is far enough from B (0.16) to move the whole shift: 0.40 - 0.052 = 0.348.
+  const std::vector<std::string> pieces = {"<blank>", kMark + "A", kMark + "B", kMark + "C"};
+  CtcHypothesis hyp;
+  hyp.tokens = {1, 2, 3};
+  hyp.start_frames = {1, 3, 10};
+  hyp.end_frames = {3, 4, 11};
+  hyp.token_logp = {0, 0, 0};
+  const auto words = word_timings(hyp, pieces, 0.04, 0.052);
+  REQUIRE(words.size() == 3);
+  CHECK(words[1].start == Approx(0.12));
+  CHECK(words[1].start >= words[0].end);
+  CHECK(words[2].start == Approx(0.348));
+  for (size_t i = 1; i < words.size(); ++i) CHECK(words[i].start >= words[i - 1].end);
+  // CTM rounds starts and ends first, so a rounded end never passes the next rounded start:
+  // 0.114-0.126 and 0.126-0.2 print as 0.11 +0.02 (ends 0.13) and 0.13 +0.07.
+  Transcript t;
+  t.id = "u";
+  t.words = {{"X", 0.114, 0.126, 1.0}, {"Y", 0.126, 0.2, 1.0}};
+  CHECK(format_ctm(t) == "u 1 0.11 0.02 X 1.000\nu 1 0.13 0.07 Y 1.000\n");
+}
+
 TEST_CASE("Character vocabularies separate words with the space piece", "[decode]") {
   const std::vector<std::string> pieces = {"<blank>", "A", "B", " "};
   CtcHypothesis hyp;
