@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -19,12 +20,9 @@ std::string lower(std::string s) {
   return s;
 }
 
-data::ManifestRow audio_row(const fs::path& path, const std::string& source) {
-  data::ManifestRow row;
-  row.id = path.stem().string();
-  row.wav = path.string();
-  row.source = source;
-  return row;
+// `path` without its extension, '/'-separated, without "./" in front.
+std::string without_extension(const fs::path& path) {
+  return path.lexically_normal().replace_extension().generic_string();
 }
 
 struct Gathering {
@@ -32,8 +30,64 @@ struct Gathering {
   const data::Replacements& replacements;
   const std::optional<audio::RawPcmFormat>& raw_pcm;
   DecodeInputs out;
+  // Per row, the longer ids it may take when its id repeats (empty for a manifest's own ids).
+  std::vector<std::vector<std::string>> longer_ids;
   bool stdin_read = false;
+
+  // A row that keeps its own id (a manifest's).
+  void add(data::ManifestRow row) {
+    out.rows.push_back(std::move(row));
+    longer_ids.emplace_back();
+  }
+  // An audio file: id its name without extension; when that repeats, its path below `folder`
+  // (folder inputs), then its path as given.
+  void add_audio(const fs::path& path, const std::string& source, const fs::path& folder = {}) {
+    data::ManifestRow row;
+    row.id = path.stem().string();
+    row.wav = path.string();
+    row.source = source;
+    std::vector<std::string> longer;
+    if (!folder.empty()) longer.push_back(without_extension(path.lexically_relative(folder)));
+    longer.push_back(without_extension(path));
+    longer.erase(std::unique(longer.begin(), longer.end()), longer.end());
+    out.rows.push_back(std::move(row));
+    longer_ids.push_back(std::move(longer));
+  }
 };
+
+// Rows whose ids repeat take their next longer id until every id is unique or no row has one
+// left; then a repeat is an input error naming both sources.
+void make_ids_unique(Gathering& g) {
+  std::vector<data::ManifestRow>& rows = g.out.rows;
+  std::vector<size_t> level(rows.size(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::map<std::string, std::vector<size_t>> by_id;
+    for (size_t i = 0; i < rows.size(); ++i) by_id[rows[i].id].push_back(i);
+    for (const auto& [id, group] : by_id) {
+      if (group.size() < 2) continue;
+      for (size_t i : group) {
+        if (level[i] < g.longer_ids[i].size()) {
+          rows[i].id = g.longer_ids[i][level[i]++];
+          changed = true;
+        }
+      }
+    }
+  }
+  std::map<std::string, size_t> seen;  // id -> row
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto [it, fresh] = seen.emplace(rows[i].id, i);
+    if (fresh) continue;
+    const data::ManifestRow& first = rows[it->second];
+    if (first.wav == rows[i].wav && !g.longer_ids[i].empty()) {
+      throw_input_error("decode inputs: '" + rows[i].wav + "' is given twice (" + first.source +
+                        " and " + rows[i].source + "); give each file once");
+    }
+    throw_input_error("decode inputs: utterance id '" + rows[i].id + "' appears twice (" +
+                      first.source + " and " + rows[i].source +
+                      "); a manifest's ids must be unique, so rename one");
+  }
+}
 
 bool is_audio_extension(const std::string& ext, bool raw_pcm) {
   const auto& known = audio_extensions();
@@ -41,9 +95,9 @@ bool is_audio_extension(const std::string& ext, bool raw_pcm) {
          (raw_pcm && (ext == ".raw" || ext == ".pcm"));
 }
 
-void append_folder(const fs::path& folder, bool raw_pcm, std::vector<data::ManifestRow>& rows) {
+void append_folder(const fs::path& folder, bool raw_pcm, Gathering& g) {
   if (fs::exists(folder / "wav.scp")) {  // a Kaldi data folder
-    for (auto& row : data::read_kaldi_dir(folder.string()).rows) rows.push_back(std::move(row));
+    for (auto& row : data::read_kaldi_dir(folder.string()).rows) g.add(std::move(row));
     return;
   }
   std::vector<fs::path> files;
@@ -54,7 +108,24 @@ void append_folder(const fs::path& folder, bool raw_pcm, std::vector<data::Manif
     }
   }
   std::sort(files.begin(), files.end());
-  for (const fs::path& file : files) rows.push_back(audio_row(file, folder.string()));
+  for (const fs::path& file : files) g.add_audio(file, folder.string(), folder);
+}
+
+// One audio path per line of `text` (blank lines and '#' comments skipped); `name` names the list
+// in each row's source.
+void append_path_list(const std::string& text, const std::string& name, Gathering& g) {
+  size_t n = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t newline = text.find('\n', begin);
+    const size_t end = newline == std::string::npos ? text.size() : newline;
+    const std::string line = text.substr(begin, end - begin);
+    begin = end + 1;
+    ++n;
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const std::string path = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+    g.add_audio(path, name + ":" + std::to_string(n));
+  }
 }
 
 // "-": stdin as one audio file, or as a list of paths.
@@ -69,12 +140,13 @@ void append_stdin(Gathering& g) {
         "decode input '-': stdin is empty; pipe in an audio file (mamba-asr decode ... - < "
         "audio.wav), headerless PCM with --raw-pcm, or a list of audio paths");
   }
+  if (g.raw_pcm) audio::warn_if_audio_header(bytes->substr(0, 16), "stdin");
   if (g.raw_pcm || audio::has_audio_header(*bytes)) {
     data::ManifestRow row;
     row.id = kStdinId;
     row.wav = kStdinPath;
     row.source = "stdin";
-    g.out.rows.push_back(std::move(row));
+    g.add(std::move(row));
     g.out.audio.stdin_bytes = std::move(bytes);
     return;
   }
@@ -83,26 +155,21 @@ void append_stdin(Gathering& g) {
                       " bytes) is neither audio that libsndfile reads nor a list of paths; for "
                       "headerless PCM give its format, e.g. --raw-pcm s16le:16000");
   }
-  size_t n = 0;
-  for (size_t begin = 0; begin < bytes->size();) {
-    const size_t newline = bytes->find('\n', begin);
-    const size_t end = newline == std::string::npos ? bytes->size() : newline;
-    const std::string line = bytes->substr(begin, end - begin);
-    begin = end + 1;
-    ++n;
-    const size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    const std::string path = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
-    g.out.rows.push_back(audio_row(path, "stdin:" + std::to_string(n)));
-  }
+  append_path_list(*bytes, "stdin", g);
 }
 
 void append_input(const std::string& input, Gathering& g) {
-  std::vector<data::ManifestRow>& rows = g.out.rows;
   const data::Replacements& replacements = g.replacements;
   if (input == "-") return append_stdin(g);
   if (input.size() > 1 && input[0] == '@') {
-    for (auto& row : data::read_audio_list(input.substr(1)).rows) rows.push_back(std::move(row));
+    const std::string list = input.substr(1);
+    std::ifstream in(list, std::ios::binary);
+    if (!in) throw_input_error("decode input '" + input + "': cannot open the list '" + list + "'");
+    const size_t before = g.out.rows.size();
+    append_path_list(read_all(in), list, g);
+    if (g.out.rows.size() == before) {
+      throw_input_error(list + ": empty file; expected one audio path per line");
+    }
     return;
   }
   const fs::path path(input);
@@ -112,18 +179,17 @@ void append_input(const std::string& input, Gathering& g) {
     if (ext == ".csv" || path.filename() == "wav.scp" || ext.empty()) {
       throw_input_error("decode input '" + input + "' does not exist");
     }
-    rows.push_back(audio_row(path, input));
+    g.add_audio(path, input);
     return;
   }
-  if (fs::is_directory(path)) return append_folder(path, g.raw_pcm.has_value(), rows);
+  if (fs::is_directory(path)) return append_folder(path, g.raw_pcm.has_value(), g);
   if (ext == ".csv") {
-    for (auto& row : data::read_speechbrain_csv(input, replacements).rows)
-      rows.push_back(std::move(row));
+    for (auto& row : data::read_speechbrain_csv(input, replacements).rows) g.add(std::move(row));
   } else if (path.filename() == "wav.scp") {
     const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    for (auto& row : data::read_kaldi_dir(parent.string()).rows) rows.push_back(std::move(row));
+    for (auto& row : data::read_kaldi_dir(parent.string()).rows) g.add(std::move(row));
   } else {
-    rows.push_back(audio_row(path, input));
+    g.add_audio(path, input);
   }
 }
 
@@ -174,18 +240,10 @@ DecodeInputs gather_decode_inputs(const std::vector<std::string>& inputs,
                                   std::istream& stdin_stream,
                                   const data::Replacements& replacements,
                                   const std::optional<audio::RawPcmFormat>& raw_pcm) {
-  Gathering g{stdin_stream, replacements, raw_pcm, {}};
+  Gathering g{stdin_stream, replacements, raw_pcm, {}, {}};
   g.out.audio.raw_pcm = raw_pcm;
   for (const std::string& input : inputs) append_input(input, g);
-  std::map<std::string, std::string> seen;  // id -> source
-  for (const auto& row : g.out.rows) {
-    const auto [it, fresh] = seen.emplace(row.id, row.source);
-    if (!fresh) {
-      throw_input_error("decode inputs: utterance id '" + row.id + "' appears twice (" +
-                        it->second + " and " + row.source +
-                        "); ids are file names without extension, so rename one file or use a CSV");
-    }
-  }
+  make_ids_unique(g);
   return std::move(g.out);
 }
 

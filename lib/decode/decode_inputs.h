@@ -45,7 +45,9 @@ struct DecodeInputs {
 };
 
 // Every utterance of every input, in input order (folders sorted by path). Ids are file names
-// without extension for files, folders and lists, the manifest's ids otherwise; a duplicate id is
+// without extension for files, folders and lists, the manifest's ids otherwise. Files whose names
+// repeat (a/x.wav and b/x.wav) take their path below the folder given ("a/x", "b/x"), then their
+// path as given, without extension; the same file given twice, or a manifest id that repeats, is
 // an input error naming both sources. A CSV's or Kaldi folder's `wrd`/text is kept as reference.
 // `replacements` fill a CSV's `$name` variables (SpeechBrain's `$data_root`).
 // The input "-" reads all of `stdin_stream` (once): with `raw_pcm`, or when libsndfile recognizes

@@ -54,9 +54,47 @@ TEST_CASE("Decode inputs expand files, folders, lists, CSVs, wav.scp and stdin",
                     Catch::Contains("nothing.csv' does not exist"));
   CHECK_THROWS_WITH(gather_inputs({(root / "no_folder").string()}, empty),
                     Catch::Contains("no_folder' does not exist"));
-  touch(root / "other/z.wav");
-  CHECK_THROWS_WITH(gather_inputs({(root / "audio").string(), (root / "other").string()}, empty),
+  masr::remove_tree(root);
+}
+
+TEST_CASE("Decode inputs: ids stay unique when file names repeat in other folders", "[decode]") {
+  const fs::path root = fs::temp_directory_path() / "masr_test_decode_ids";
+  masr::remove_tree(root);
+  touch(root / "data/a/x.wav");
+  touch(root / "data/b/x.wav");
+  touch(root / "data/b/y.wav");
+  touch(root / "data/x.flac");
+  touch(root / "other/b/x.wav");
+  std::istringstream empty;
+  auto ids_of = [&](const std::vector<std::string>& inputs) {
+    std::vector<std::string> ids;
+    for (const auto& row : gather_inputs(inputs, empty)) ids.push_back(row.id);
+    return ids;
+  };
+  // Within one folder: the path below it; names that do not repeat keep their short id.
+  CHECK(ids_of({(root / "data").string()}) == std::vector<std::string>{"a/x", "b/x", "y", "x"});
+  // Two folders with the same layout: below-folder paths repeat too, so the paths as given.
+  const std::string data = (root / "data").generic_string(),
+                    other = (root / "other").generic_string();
+  CHECK(ids_of({data + "/b", other + "/b"}) ==
+        std::vector<std::string>{data + "/b/x", "y", other + "/b/x"});
+  // Files named one by one (and in @lists) the same way.
+  CHECK(ids_of({data + "/a/x.wav", data + "/b/x.wav"}) ==
+        std::vector<std::string>{data + "/a/x", data + "/b/x"});
+  touch(root / "list.txt", data + "/a/x.wav\n" + data + "/b/x.wav\n");
+  CHECK(ids_of({"@" + (root / "list.txt").string()}) ==
+        std::vector<std::string>{data + "/a/x", data + "/b/x"});
+  // The same file twice, or a manifest's repeated id, is still an error naming both.
+  CHECK_THROWS_WITH(gather_inputs({data + "/b/y.wav", data + "/b/y.wav"}, empty),
+                    Catch::Contains("is given twice"));
+  touch(root / "t.csv", "ID,duration,wav,spk_id,wrd\nz,1,/x/1.wav,s,A\n");
+  touch(root / "u.csv", "ID,duration,wav,spk_id,wrd\nz,1,/x/2.wav,s,B\n");
+  CHECK_THROWS_WITH(gather_inputs({(root / "t.csv").string(), (root / "u.csv").string()}, empty),
                     Catch::Contains("utterance id 'z' appears twice"));
+  // A manifest id and a file name that meet: the file gives way.
+  touch(root / "x.csv", "ID,duration,wav,spk_id,wrd\ny,1,/x/1.wav,s,A\n");
+  CHECK(ids_of({(root / "x.csv").string(), data + "/b/y.wav"}) ==
+        std::vector<std::string>{"y", data + "/b/y"});
   masr::remove_tree(root);
 }
 
