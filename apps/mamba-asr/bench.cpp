@@ -221,8 +221,9 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
       cmd, options->settings.precision,
       {runtime::Precision::kFp32, runtime::Precision::kBf16, runtime::Precision::kFp16},
       "train-step and decode-files precision on CUDA: fp32, bf16, fp16");
-  cmd->add_option("--model", options->settings.model,
-                  "decode-files, long-audio: a trained model (file or folder); stream: a causal one");
+  cmd->add_option(
+      "-m,--model", options->settings.model,
+      "decode-files, long-audio: a trained model (file or folder); stream: a causal one");
   cmd->add_option("--input", options->settings.inputs,
                   "decode-files: audio inputs as decode takes them (files, folders, @list, CSV); "
                   "long-audio, stream: audio files (default: the bundled examples); "

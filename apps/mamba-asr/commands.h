@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,14 @@ Runner add_convert_command(CLI::App& app, GlobalOptions& global);
 // -v, -q, --device, --threads. On the root app; `train` repeats them because its unknown options
 // are hparams overrides rather than falling through to the root.
 void add_global_options(CLI::App& app, GlobalOptions& global);
+
+// help.cpp: the help pages' layout (usage first, one line per option, global options in every
+// subcommand's page); `mamba-asr help [SUBCOMMAND]` rewritten as `--help` (an error message for
+// an unknown subcommand, else ""); the message for unknown arguments, with "did you mean"
+// (`what`: CLI11's message).
+std::shared_ptr<CLI::FormatterBase> make_help_formatter();
+std::string rewrite_help_command(const CLI::App& app, std::vector<std::string>& args);
+std::string unknown_arguments_message(const CLI::App& app, const std::string& what);
 
 // A precision option of `cmd` (--precision, or `name`) that accepts the names of `allowed` and
 // stores the parsed value.

@@ -19,10 +19,12 @@
 #include "decode/decode_inputs.h"
 #include "decode/recognizer.h"
 #include "decode/subtitle_cues.h"
+#include "decode/transcript_writer.h"
 #include "models/asr_model.h"
 #include "runtime/device.h"
 #include "text/scoring.h"
 #include "toolkit/auto_settings.h"
+#include "toolkit/decode_threads.h"
 
 namespace masr::cli {
 namespace {
@@ -32,7 +34,8 @@ struct DecodeOptions {
   std::string search = "auto";          // parsed into recognizer.decode.search
   std::vector<std::string> inputs;
   std::string data_root;  // fills a CSV's $data_root, as SpeechBrain's replacements do
-  std::string format = "text";
+  std::string format = "text";  // parsed into `formats`; txt when only --output-dir is given
+  std::string output_dir;
   std::string ref;
   bool wer_details = false;
   decode::TranscribeOptions transcribe;  // batching, chunking of long files, read-ahead
@@ -53,12 +56,79 @@ std::map<std::string, std::string> read_references(const std::string& path) {
   return refs;
 }
 
-std::string render(const decode::Transcript& t, const DecodeOptions& o, int& cue) {
-  if (o.format == "json") return decode::format_json(t);
-  if (o.format == "ctm") return decode::format_ctm(t);
-  if (o.format == "srt") return decode::format_srt(t, cue, o.subtitles);
-  if (o.format == "vtt") return decode::format_vtt(t, o.subtitles);
-  return decode::format_text(t);
+// Whether `path` holds an ARPA n-gram LM (by name or by its "\data\" line), which --lm (a
+// neural LM file) cannot read.
+bool looks_like_arpa(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  if (name.find(".arpa") != std::string::npos) return true;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line) && line.find_first_not_of(" \t\r") == std::string::npos) {
+  }
+  return line.rfind("\\data\\", 0) == 0;
+}
+
+// Options given on the command line that the chosen search, format or chunking never reads: a
+// warning each, so that a run does not look like it used them.
+void warn_unused_options(const CLI::App& cmd, decode::Search search, const DecodeOptions& o,
+                         const std::vector<decode::OutputFormat>& formats) {
+  using decode::Search;
+  const bool beam =
+      search == Search::kCtcBeam || search == Search::kS2S || search == Search::kRescore;
+  const bool decoder = search == Search::kS2S || search == Search::kRescore;
+  const bool subtitles = std::any_of(formats.begin(), formats.end(), [](decode::OutputFormat f) {
+    return f == decode::OutputFormat::kSrt || f == decode::OutputFormat::kVtt;
+  });
+  const bool lm = !o.recognizer.lm.empty();
+  struct Rule {
+    const char* option;
+    bool used;
+    const char* needs;
+  };
+  const std::string mode = std::string("--search ") + decode::search_name(search);
+  const Rule rules[] = {
+      {"--beam", beam, "a beam search (ctc-beam, s2s, rescore)"},
+      {"--nbest", beam, "a beam search (ctc-beam, s2s, rescore)"},
+      {"--arpa", search == Search::kCtcBeam, "--search ctc-beam"},
+      {"--arpa-weight", search == Search::kCtcBeam && !o.recognizer.arpa.empty(),
+       "--search ctc-beam with --arpa"},
+      {"--word-bonus", search == Search::kCtcBeam && !o.recognizer.arpa.empty(),
+       "--search ctc-beam with --arpa"},
+      {"--beam-prune-logp", search == Search::kCtcBeam || search == Search::kRescore,
+       "--search ctc-beam or rescore"},
+      {"--token-prune-min-logp", search == Search::kCtcBeam || search == Search::kRescore,
+       "--search ctc-beam or rescore"},
+      {"--lm-weight", lm, "--lm"},
+      {"--lm-temperature", lm, "--lm"},
+      {"--lm-token-bonus", lm && search == Search::kCtcBeam, "--search ctc-beam with --lm"},
+      {"--ctc-weight", search == Search::kS2S, "--search s2s"},
+      {"--ctc-pre-beam", search == Search::kS2S, "--search s2s"},
+      {"--max-decode-ratio", search == Search::kS2S, "--search s2s"},
+      {"--no-decoder-cache", search == Search::kS2S, "--search s2s"},
+      {"--temperature", decoder, "--search s2s or rescore"},
+      {"--rescore-ctc-weight", search == Search::kRescore, "--search rescore"},
+      {"--cue-chars", subtitles, "--format srt or vtt"},
+      {"--cue-lines", subtitles, "--format srt or vtt"},
+      {"--cue-seconds", subtitles, "--format srt or vtt"},
+      {"--chunk-overlap", o.transcribe.chunking.chunk_seconds > 0, "--chunk-seconds above 0"},
+      {"--chunk-context", o.transcribe.chunking.chunk_seconds > 0, "--chunk-seconds above 0"},
+  };
+  for (const Rule& r : rules) {
+    if (r.used || cmd.count(r.option) == 0) continue;
+    MASR_LOG_WARN("%s has no effect here (%s; it needs %s)", r.option, mode.c_str(), r.needs);
+  }
+}
+
+// "decoding 3 utterances with ctc-beam search and the ARPA LM lm.arpa on cpu"
+std::string decode_header(size_t count, const decode::Recognizer& r, const DecodeOptions& o) {
+  std::string lms;
+  if (!o.recognizer.arpa.empty() && r.search() == decode::Search::kCtcBeam) {
+    lms += " and the ARPA LM " + o.recognizer.arpa;
+  }
+  if (!o.recognizer.lm.empty())
+    lms += (lms.empty() ? " and the LM " : ", the LM ") + o.recognizer.lm;
+  return "decoding " + std::to_string(count) + (count == 1 ? " utterance" : " utterances") +
+         " with " + decode::search_name(r.search()) + " search" + lms + " on " + r.device().str();
 }
 
 // WER and CER of the transcripts that have a reference (--ref, a CSV's wrd, a Kaldi text),
@@ -87,8 +157,17 @@ class WerReport {
   text::ErrorRateStats wer_, cer_{true};
 };
 
-int run_decode(DecodeOptions& o, const GlobalOptions& global) {
+int run_decode(DecodeOptions& o, const GlobalOptions& global, const CLI::App& cmd) {
   runtime::apply_threads(global.threads);
+  if (!o.recognizer.lm.empty() && looks_like_arpa(o.recognizer.lm)) {
+    throw Error(ErrorKind::kUsage,
+                "decode: --lm takes a neural LM model file (mamba-asr train "
+                "hparams/LM/...); '" +
+                    o.recognizer.lm + "' is an ARPA n-gram: give it as --arpa " + o.recognizer.lm +
+                    " (with --search ctc-beam)");
+  }
+  const std::vector<decode::OutputFormat> formats = decode::parse_output_formats(
+      cmd.count("--format") == 0 && !o.output_dir.empty() ? "txt" : o.format);
   o.recognizer.device = global.device;
   o.recognizer.decode.search = decode::parse_search(o.search);
   o.recognizer.set_beam(o.beam);
@@ -98,11 +177,20 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
   std::optional<audio::RawPcmFormat> raw_pcm;
   if (!o.raw_pcm.empty()) raw_pcm = audio::parse_raw_pcm_spec(o.raw_pcm);
   const std::unique_ptr<decode::Recognizer> recognizer = decode::Recognizer::open(o.recognizer);
-  if (global.threads_auto) {  // the cached plan's decode threads, else the detect profile's
+  if (global.threads_auto) {  // the cached plan's decode threads, else measured now
     std::string source;
-    runtime::apply_threads(toolkit::auto_decode_threads(recognizer->model().hparams_yaml(),
-                                                        recognizer->device(), &source));
-    MASR_LOG_INFO("auto: %d threads (from the %s)", at::get_num_threads(), source.c_str());
+    const int threads = toolkit::auto_decode_threads(recognizer->model().hparams_yaml(),
+                                                     recognizer->device(), &source);
+    runtime::apply_threads(threads);
+    if (source == "profile" && recognizer->device().is_cpu()) {
+      std::string timings;
+      runtime::apply_threads(toolkit::measure_decode_threads(*recognizer, threads, &timings));
+      source = "measured: " + timings + " for 1 s of audio";
+    } else {
+      source = "from the " + source;
+    }
+    const int chosen = at::get_num_threads();
+    MASR_LOG_INFO("auto: %d thread%s (%s)", chosen, chosen == 1 ? "" : "s", source.c_str());
   }
   const decode::DecodeInputs inputs = decode::gather_decode_inputs(
       o.inputs, std::cin,
@@ -115,20 +203,14 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
     throw_input_error("decode: the inputs (" + named +
                       ") name no audio: an empty folder, list or CSV? Nothing to decode");
   }
+  decode::TranscriptWriter writer(formats, o.output_dir, o.subtitles, std::cout);
+  writer.check(rows.size());
   WerReport wer(o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref),
                 o.wer_details);
-  if ((o.format == "srt" || o.format == "vtt") && rows.size() > 1) {
-    MASR_LOG_WARN(
-        "--format %s of %zu inputs: each input's cues start at 0 s in one stream; "
-        "decode one input per subtitle file",
-        o.format.c_str(), rows.size());
-  }
-  MASR_LOG_INFO("decoding %zu utterances with %s search on %s", rows.size(),
-                decode::search_name(recognizer->search()), recognizer->device().str().c_str());
+  warn_unused_options(cmd, recognizer->search(), o, formats);
+  MASR_LOG_INFO("%s", decode_header(rows.size(), *recognizer, o).c_str());
   const auto start = std::chrono::steady_clock::now();
   decode::DecodeProgressDisplay progress(ProgressDisplay::detect(global.quiet));
-  if (o.format == "vtt") std::cout << decode::kWebVttHeader;
-  int cue = 0;
   size_t failed = 0;
   double audio_seconds = 0.0;
   // Each transcript is printed as soon as it and every input before it are decoded.
@@ -141,7 +223,7 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
           MASR_LOG_ERROR("skipping '%s': %s", rows[r.row].id.c_str(), r.error.c_str());
           return;
         }
-        std::cout << render(*r.transcript, o, cue) << std::flush;
+        writer.write(*r.transcript);
         wer.add(rows[r.row], *r.transcript);
       },
       [&progress](const decode::DecodeCounts& counts) { progress.update(counts); }, &inputs.audio);
@@ -153,7 +235,14 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global) {
     MASR_LOG_INFO("%.1f s of audio read and decoded in %.2f s: RTF %.4f, RTFx %.1f", audio_seconds,
                   seconds, seconds / audio_seconds, audio_seconds / seconds);
   }
-  if (failed > 0) MASR_LOG_ERROR("%zu of %zu inputs could not be read", failed, rows.size());
+  if (!o.output_dir.empty()) {
+    MASR_LOG_INFO("%zu file%s written under %s", writer.files_written(),
+                  writer.files_written() == 1 ? "" : "s", o.output_dir.c_str());
+  }
+  if (failed > 0) {
+    MASR_LOG_ERROR("%zu of %zu input%s could not be read", failed, rows.size(),
+                   rows.size() == 1 ? "" : "s");
+  }
   return failed > 0 ? static_cast<int>(ExitCode::kFailure) : 0;
 }
 
@@ -165,11 +254,14 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "decode",
       "Transcribe audio with a trained model.\n\n"
       "INPUTS are audio files, folders (searched recursively), @list.txt, SpeechBrain CSVs,\n"
-      "Kaldi wav.scp files, or - for stdin (one audio file, or a list of paths). Transcripts go\n"
-      "to stdout as 'ID TEXT'; progress to stderr (-q: none).\n\n"
+      "Kaldi wav.scp files, or - for stdin (one audio file, or a list of paths). Ids are file\n"
+      "names without extension (paths below the folder when names repeat). Transcripts go to\n"
+      "stdout as 'ID TEXT', or with -o DIR to one file per input and format; progress to "
+      "stderr.\n\n"
       "Examples:\n"
-      "  mamba-asr decode --model results/ctc/model.masr audio.wav\n"
-      "  mamba-asr decode --model results/s2s --search s2s --beam 10 test.csv --format json\n"
+      "  mamba-asr decode -m results/ctc/model.masr audio.wav\n"
+      "  mamba-asr decode -m results/ctc talks/ -o subs --format srt,json\n"
+      "  mamba-asr decode -m results/s2s --search s2s --beam 10 test.csv --format json\n"
       "  ffmpeg -i talk.mp4 -f wav - | mamba-asr decode --model model.masr --format srt -\n"
       "  arecord -f S16_LE -r 16000 -d 5 | mamba-asr decode --model model.masr --raw-pcm "
       "s16le:16000 -");
@@ -192,9 +284,15 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
                   "Hypotheses kept per utterance (JSON nbest)")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
-  cmd->add_option("--format", o.format, "text, json, srt, vtt or ctm")
+  cmd->add_option("--format", o.format,
+                  "text ('ID TEXT' lines), txt (the text alone), json, srt, vtt or ctm; several "
+                  "with -o, e.g. srt,json")
       ->capture_default_str()
-      ->check(CLI::IsMember({"text", "json", "srt", "vtt", "ctm"}));
+      ->type_name("LIST");
+  cmd->add_option("-o,--output-dir", o.output_dir,
+                  "Write one file per input and format here, named after the input "
+                  "(DIR/NAME.srt, ...; text: one Kaldi file DIR/text); --format defaults to txt")
+      ->type_name("DIR");
   cmd->add_option("--raw-pcm", o.raw_pcm,
                   "Inputs (files or - for stdin) are headerless mono PCM in this format: "
                   "ENCODING:RATE, ENCODING s16le or f32le, e.g. s16le:16000")
@@ -308,7 +406,7 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--rescore-ctc-weight", o.recognizer.decode.rescoring.ctc_weight,
                   "rescore: CTC score weight")
       ->capture_default_str();
-  return [options, &global]() -> int { return run_decode(*options, global); };
+  return [options, &global, cmd]() -> int { return run_decode(*options, global, *cmd); };
 }
 
 }  // namespace masr::cli

@@ -74,7 +74,17 @@ nlohmann::json to_json(const runtime::MachineInfo& m, const runtime::DeviceChoic
           {"mps_available", m.mps}};
 }
 
-void print_table(const runtime::MachineInfo& m, const runtime::DeviceChoice& device) {
+// "1 intra-op / 1 inter-op threads now; profile: 2 (decode --threads auto measures 1 to 2)":
+// the count this process runs with beside the profile's, so they never seem to disagree
+// (--threads auto takes a cached plan's count first, docs/runtime.md).
+std::string threads_text(const runtime::CpuInfo& c, int profile_threads) {
+  return std::to_string(c.intra_op_threads) + " intra-op / " + std::to_string(c.inter_op_threads) +
+         " inter-op threads now; profile: " + std::to_string(profile_threads) +
+         " (decode --threads auto measures 1 to " + std::to_string(profile_threads) + ")";
+}
+
+void print_table(const runtime::MachineInfo& m, const runtime::DeviceChoice& device,
+                 int auto_threads) {
   const auto& c = m.cpu;
   std::printf("%-18s %s\n", "LibTorch", m.torch_version.c_str());
   std::printf("%-18s %s\n", "CPU", c.model.empty() ? "unknown" : c.model.c_str());
@@ -83,8 +93,8 @@ void print_table(const runtime::MachineInfo& m, const runtime::DeviceChoice& dev
   std::printf("%-18s %s\n", "vector ISA", join(c.isa).c_str());
   std::printf("%-18s %s total, %s available\n", "memory", gib(c.memory_total_bytes).c_str(),
               gib(c.memory_available_bytes).c_str());
-  std::printf("%-18s %s, %d intra-op / %d inter-op threads\n", "parallelism",
-              c.parallel_backend.c_str(), c.intra_op_threads, c.inter_op_threads);
+  std::printf("%-18s %s, %s\n", "parallelism", c.parallel_backend.c_str(),
+              threads_text(c, auto_threads).c_str());
   std::printf("%-18s %s%s\n", "BLAS", c.blas.empty() ? "built into LibTorch" : c.blas.c_str(),
               c.blas_is_reference ? " (reference implementation: slow)" : "");
   if (m.cuda.empty()) {
@@ -142,11 +152,12 @@ int run_detect(const DetectOptions& options, const GlobalOptions& global) {
     std::cout << toolkit::profile_to_override_yaml(profile, hp ? &*hp : nullptr);
   } else if (options.json) {
     nlohmann::json j = to_json(machine, device);
+    j["cpu"]["auto_threads_max"] = profile.intra_op_threads;  // --threads auto measures up to it
     j["profile"] = toolkit::profile_to_json(profile);
     if (facts) j["model"] = model_json(*facts);
     std::cout << j.dump(2) << "\n";
   } else {
-    print_table(machine, device);
+    print_table(machine, device, profile.intra_op_threads);
     if (facts) {
       std::printf(
           "\n%-18s %s: %s, %.3g M parameters, d_model %lld, %lld encoder / %lld decoder "
@@ -184,7 +195,8 @@ Runner add_detect_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_flag("--yaml", options->yaml,
                 "The profile as hparams overrides (for train --overrides)");
   cmd->add_option("--hparams", options->hparams, "Size the profile to this hparams file's model");
-  cmd->add_option("--model", options->model, "Size the profile to this trained model (model.masr)");
+  cmd->add_option("-m,--model", options->model,
+                  "Size the profile to this trained model (a model file or its folder)");
   return [options, &global] { return run_detect(*options, global); };
 }
 

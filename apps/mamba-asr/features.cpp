@@ -1,5 +1,5 @@
 // apps/mamba-asr/features.cpp
-// `mamba-asr features INPUTS... --out PATH`: computes the features a model would see.
+// `mamba-asr features INPUTS... -o PATH`: computes the features a model would see.
 #include <ATen/ATen.h>
 
 #include <filesystem>
@@ -137,10 +137,10 @@ Runner add_features_command(CLI::App& app, GlobalOptions& /*global*/) {
       "does not). One input and a file PATH writes that file; otherwise PATH is a folder with\n"
       "one <name>.npy (or .txt) per input. Audio is resampled to the front end's rate.\n\n"
       "Examples:\n"
-      "  mamba-asr features speech.wav --out speech.npy\n"
-      "  mamba-asr features data/*.flac --out feats/ --hparams hparams/CTC/conmamba_large.yaml");
+      "  mamba-asr features speech.wav -o speech.npy\n"
+      "  mamba-asr features data/*.flac -o feats/ --hparams hparams/CTC/conmamba_large.yaml");
   cmd->add_option("inputs", options->inputs, "Audio files")->required();
-  cmd->add_option("-o,--out", options->out, "Output file or folder")->required();
+  cmd->add_option("-o,--output,--out", options->out, "Output file or folder")->required();
   cmd->add_option("--format", options->format, "npy or text")
       ->capture_default_str()
       ->check(CLI::IsMember({"npy", "text"}));

@@ -40,7 +40,9 @@ int run_import(const ImportOptions& o, const std::vector<std::string>& extras) {
       throw Error(ErrorKind::kUsage, "import: " + o.ckpt_folder +
                                          " needs the hparams file it was trained with (--hparams)");
     }
-    if (o.out.empty()) throw Error(ErrorKind::kUsage, "import: give the model file to write (--out)");
+    if (o.out.empty()) {
+      throw Error(ErrorKind::kUsage, "import: give the model file to write (-o/--output)");
+    }
     const auto model =
         models::AsrModel::import_speechbrain(o.ckpt_folder, o.hparams, overrides, o.tokenizer);
     model->save(o.out);
@@ -59,7 +61,9 @@ int run_import(const ImportOptions& o, const std::vector<std::string>& extras) {
     if (out.empty() && !o.out.empty()) {
       out = (fs::path(o.out).parent_path() / (fs::path(o.out).stem().string() + ".lm.masr")).string();
     }
-    if (out.empty()) throw Error(ErrorKind::kUsage, "import: give the LM file to write (--lm-out)");
+    if (out.empty()) {
+      throw Error(ErrorKind::kUsage, "import: give the LM file to write (--lm-output)");
+    }
     // The ASR model's tokenizer is the LM's too (fusion adds their log-probabilities per token).
     const auto model =
         models::LmModel::import_speechbrain(o.lm_ckpt, o.lm_hparams, overrides, o.tokenizer);
@@ -87,20 +91,20 @@ Runner add_import_command(CLI::App& app, GlobalOptions& global) {
       "Overrides (--key value, or --key=value before the folder) apply to both hparams files.\n\n"
       "Examples:\n"
       "  mamba-asr import results/conmamba_large/save/CKPT+2024-06-01 \\\n"
-      "      --hparams hparams/S2S/conmamba_large.yaml --tokenizer tokenizer.ckpt --out large.masr\n"
+      "      --hparams hparams/S2S/conmamba_large.yaml --tokenizer tokenizer.ckpt -o large.masr\n"
       "  mamba-asr import --lm-ckpt lm.ckpt --lm-hparams hparams/LM/transformer.yaml \\\n"
-      "      --tokenizer tokenizer.ckpt --lm-out lm.masr\n"
+      "      --tokenizer tokenizer.ckpt --lm-output lm.masr\n"
       "  mamba-asr decode --model large.masr --search s2s --lm lm.masr audio.wav");
   cmd->add_option("ckpt_folder", o->ckpt_folder, "The ASR checkpoint folder (CKPT+...)");
   cmd->add_option("--hparams", o->hparams, "The ASR model's hparams file");
   cmd->add_option("--tokenizer", o->tokenizer,
                   "SentencePiece model (.model or SpeechBrain's tokenizer.ckpt)");
-  cmd->add_option("-o,--out", o->out, "The ASR model file to write");
+  cmd->add_option("-o,--output,--out", o->out, "The ASR model file to write");
   cmd->add_option("--lm-ckpt", o->lm_ckpt, "A SpeechBrain TransformerLM checkpoint");
   cmd->add_option("--lm-hparams", o->lm_hparams,
                   "The LM's hparams file (an LM recipe's, or an ASR recipe with lm_model)");
-  cmd->add_option("--lm-out", o->lm_out,
-                  "The LM file to write (default: next to --out, named <out>.lm.masr)");
+  cmd->add_option("--lm-output,--lm-out", o->lm_out,
+                  "The LM file to write (default: next to --output, named <output>.lm.masr)");
   add_global_options(*cmd, global);
   cmd->allow_extras();  // --key value hparams overrides
   cmd->fallthrough(false);

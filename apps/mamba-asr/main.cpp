@@ -3,6 +3,7 @@
 // are caught, printed and turned into exit codes (docs/cli.md lists them).
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -49,14 +50,13 @@ void print_usage(CLI::App& app) {
 
 int run(int argc, char** argv) {
   CLI::App app{
-      "mamba-asr: speech recognition with ConMamba, Conformer and Transformer models.\n"
-      "Train from SpeechBrain-style hparams files, decode audio, benchmark and tune to the "
-      "machine.\n\n"
+      "Speech recognition with ConMamba, Conformer and Transformer models: train from\n"
+      "SpeechBrain-style hparams files, decode audio, benchmark and tune to the machine.\n\n"
       "Examples:\n"
-      "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --data_folder data --dry-run\n"
-      "  mamba-asr decode --model results/ctc/model.masr audio.wav\n"
-      "  mamba-asr detect",
+      "  mamba-asr decode -m models/conmamba-ctc-synth-en audio.wav\n"
+      "  mamba-asr train hparams/CTC/conmamba_tiny.yaml --data_folder data --dry-run",
       "mamba-asr"};
+  app.formatter(masr::cli::make_help_formatter());  // subcommands inherit it
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   masr::cli::GlobalOptions global;
   bool show_version = false;
@@ -82,12 +82,22 @@ int run(int argc, char** argv) {
   add(masr::cli::add_import_command);
   add(masr::cli::add_convert_command);
 
+  std::vector<std::string> args(argv, argv + argc);
+  if (const std::string error = masr::cli::rewrite_help_command(app, args); !error.empty()) {
+    std::cerr << "error: " << error << "\nRun 'mamba-asr --help' for the subcommands.\n";
+    return static_cast<int>(masr::ExitCode::kUsage);
+  }
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 pops from the back
+    app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    std::cerr << "error: " << masr::cli::unknown_arguments_message(app, e.what()) << "\n";
+    print_usage(app);
+    return static_cast<int>(masr::ExitCode::kUsage);
   } catch (const CLI::ParseError& e) {
     std::cerr << "error: " << e.what() << "\n";
     print_usage(app);
@@ -111,6 +121,18 @@ int run(int argc, char** argv) {
   std::cerr << app.help();
   return static_cast<int>(masr::ExitCode::kUsage);
 }
+
+// LibTorch's OpenMP threads (libgomp) spin between parallel regions before they sleep; on a
+// loaded machine a spinning thread takes the core another one needs, and 2 threads decoded 3-4x
+// slower than 1 (docs/runtime.md). Passive waiting removes that. libgomp reads OMP_WAIT_POLICY
+// once, when it is loaded, before main runs, so the default is set from the executable's
+// preinit array, which runs before any shared library's initializers. A policy in the
+// environment is kept.
+void prefer_passive_openmp_waiting(int, char**, char**) {
+  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+}
+__attribute__((section(".preinit_array"), used)) void (*const kPreinit)(int, char**, char**) =
+    prefer_passive_openmp_waiting;
 
 }  // namespace
 

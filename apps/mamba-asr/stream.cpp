@@ -1,5 +1,5 @@
 // apps/mamba-asr/stream.cpp
-// `mamba-asr stream --model MODEL INPUT`: live recognition with a causal ConMamba model, audio
+// `mamba-asr stream -m MODEL INPUT`: live recognition with a causal ConMamba model, audio
 // read in chunks from a file or stdin, partial and final results as JSON lines on stdout.
 #include <chrono>
 #include <iostream>
@@ -44,6 +44,8 @@ class RawPcmStdin : public decode::SampleStream {
     std::cin.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     bytes.resize(static_cast<size_t>(std::cin.gcount()));
     if (bytes.empty()) return 0;
+    if (first_) audio::warn_if_audio_header(bytes.substr(0, 16), "stdin");
+    first_ = false;
     const audio::Audio a = audio::decode_raw_pcm(bytes, format_, "stdin", format_.sample_rate);
     out.insert(out.end(), a.samples.begin(), a.samples.end());
     return a.samples.size();
@@ -51,6 +53,7 @@ class RawPcmStdin : public decode::SampleStream {
 
  private:
   audio::RawPcmFormat format_;
+  bool first_ = true;
 };
 
 std::unique_ptr<decode::SampleStream> open_input(const StreamOptions& o, int rate) {
@@ -87,7 +90,8 @@ void print(const decode::StreamingResult& r) {
     for (const auto& w : r.words) {
       j["words"].push_back({{"word", w.word},
                             {"start", decode::json_seconds(w.start)},
-                            {"end", decode::json_seconds(w.end)}});
+                            {"end", decode::json_seconds(w.end)},
+                            {"confidence", w.confidence}});
     }
   }
   j["start"] = decode::json_seconds(r.start);
@@ -106,12 +110,17 @@ int run_stream(const StreamOptions& o) {
   auto stream = recognizer.create_stream();
   const size_t chunk = static_cast<size_t>(static_cast<int64_t>(o.chunk_ms) * rate / 1000);
   std::string shown;
+  size_t finals = 0;
+  auto print_final = [&](const decode::StreamingResult& final) {
+    if (final.text.empty()) return;  // silence ended, nothing was said
+    print(final);
+    ++finals;
+  };
   auto drain = [&] {
     while (stream->decode_ready() || stream->is_endpoint()) {
       stream->decode();
       if (stream->is_endpoint()) {
-        const auto final = stream->result();
-        if (!final.tokens.empty()) print(final);
+        print_final(stream->result());
         stream->reset();
         shown.clear();
       }
@@ -137,10 +146,13 @@ int run_stream(const StreamOptions& o) {
   }
   stream->input_finished();
   drain();
-  const auto last = stream->result();
-  if (!last.tokens.empty()) print(last);
-  MASR_LOG_INFO("stream: %.2f s of audio, %lld floor replays", static_cast<double>(total) / rate,
-           static_cast<long long>(stream->replays()));
+  print_final(stream->result());
+  MASR_LOG_INFO("stream: %.2f s of audio, %zu utterance%s", static_cast<double>(total) / rate,
+                finals, finals == 1 ? "" : "s");
+  MASR_LOG_DEBUG(
+      "stream: the features' 80 dB floor rose %lld times (--floor exact re-encodes "
+      "the utterance then)",
+      static_cast<long long>(stream->replays()));
   return 0;
 }
 
@@ -153,16 +165,18 @@ Runner add_stream_command(CLI::App& app, GlobalOptions& global) {
       "Recognize live audio with a causal ConMamba CTC model.\n\n"
       "Audio is decoded chunk by chunk as it arrives; JSON lines go to stdout:\n"
       "  {\"type\":\"partial\",\"text\":...,\"start\":s,\"end\":s} while an utterance goes on,\n"
-      "  {\"type\":\"final\",\"text\":...,\"words\":[{\"word\":..,\"start\":..,\"end\":..}],"
-      "\"start\":s,\"end\":s}\n"
-      "when --endpoint-seconds of silence (CTC blanks) end it, and at the end of the input. Times\n"
-      "are seconds from the start of the stream. Fed any chunk size, an utterance's final text\n"
-      "is exactly what `decode --search greedy` gives for its audio. Models with bidirectional\n"
-      "Mamba layers (the default recipes) need whole files: use `decode` for them.\n\n"
+      "  {\"type\":\"final\",\"text\":...,\"words\":[{\"word\":..,\"start\":..,\"end\":..,"
+      "\"confidence\":..}],\"start\":s,\"end\":s}\n"
+      "when --endpoint-seconds of silence (CTC blanks) end it, and at the end of the input (never\n"
+      "for silence alone). Times are seconds from the start of the stream, to the millisecond;\n"
+      "words never overlap. A damaged or truncated file is an error, as in decode.\n"
+      "Fed any chunk size, an utterance's final text is exactly what `decode --search greedy`\n"
+      "gives for its audio. Models with bidirectional Mamba layers (the default recipes) need\n"
+      "whole files: use `decode` for them.\n\n"
       "Examples:\n"
-      "  arecord -f S16_LE -r 16000 | mamba-asr stream --model M --raw-pcm s16le:16000 -\n"
-      "  mamba-asr stream --model M --realtime talk.wav\n"
-      "  ffmpeg -i talk.mp4 -f s16le -ac 1 -ar 16000 - | mamba-asr stream --model M "
+      "  arecord -f S16_LE -r 16000 | mamba-asr stream -m M --raw-pcm s16le:16000 -\n"
+      "  mamba-asr stream -m M --realtime talk.wav\n"
+      "  ffmpeg -i talk.mp4 -f s16le -ac 1 -ar 16000 - | mamba-asr stream -m M "
       "--raw-pcm s16le:16000 -");
   StreamOptions& o = *options;
   cmd->add_option("-m,--model", o.model, "A trained causal model (file or folder)")->required();

@@ -72,9 +72,10 @@ Search resolve_search(const DecodeConfig& config, const RecognitionModel& model)
   if (config.search == Search::kAuto) return model.has_decoder() ? Search::kS2S : Search::kCtcBeam;
   if ((config.search == Search::kS2S || config.search == Search::kRescore) &&
       !model.has_decoder()) {
-    throw_config_error(std::string("decode: search '") + search_name(config.search) +
-                       "' needs an attention decoder, and this model is CTC-only (use greedy or "
-                       "ctc-beam)");
+    // The search is what the command line asked for: a usage error (exit 2), not a config one.
+    throw Error(ErrorKind::kUsage, std::string("decode: search '") + search_name(config.search) +
+                                       "' needs an attention decoder, and this model is CTC-only "
+                                       "(use greedy or ctc-beam)");
   }
   return config.search;
 }

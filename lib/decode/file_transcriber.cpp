@@ -12,17 +12,12 @@
 #include "audio/audio_reader.h"
 #include "core/error.h"
 #include "models/asr_model.h"
+#include "models/checkpoint.h"
 
 namespace masr::decode {
 
 std::shared_ptr<models::AsrModel> load_asr_model(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (fs::is_directory(path)) {
-    if (fs::exists(fs::path(path) / "model.masr"))
-      return models::AsrModel::load((fs::path(path) / "model.masr").string());
-    throw_input_error("model folder '" + path + "' has no model.masr (pass the model file itself)");
-  }
-  return models::AsrModel::load(path);
+  return models::AsrModel::load(models::model_file_in(path));
 }
 
 namespace {

@@ -32,9 +32,10 @@ namespace {
 
 void check_fusion_search(Search search) {
   if (search != Search::kS2S && search != Search::kCtcBeam) {
-    throw_config_error(
-        std::string("decode: --lm (a neural LM) is used by the s2s and ctc-beam searches, not '") +
-        search_name(search) + "'");
+    throw Error(ErrorKind::kUsage,
+                std::string("decode: --lm (a neural LM) is used by the s2s and ctc-beam searches, "
+                            "not '") +
+                    search_name(search) + "'");
   }
 }
 

@@ -27,6 +27,16 @@ bool is_weight(const std::string& name, const at::Tensor& tensor) {
 
 }  // namespace
 
+std::string model_file_in(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) return path;
+  const fs::path file = fs::path(path) / "model.masr";
+  if (!fs::exists(file)) {
+    throw_input_error("model folder '" + path + "' has no model.masr (pass the model file itself)");
+  }
+  return file.string();
+}
+
 void AsrModel::save(const std::string& path) const {
   CheckpointData data;
   data.model_type = model_type_;

@@ -44,6 +44,10 @@ void write_checkpoint(const std::string& path, const CheckpointData& data);
 // truncated, corrupt (checksum) or of another format version (input).
 CheckpointData read_checkpoint(const std::string& path);
 
+// What -m/--model names: a model file, or a folder holding model.masr (as `train` writes it);
+// an input error naming the folder when it holds none.
+std::string model_file_in(const std::string& path);
+
 // SpeechBrain's average_checkpoints(recoverable_name="model"): the element-wise mean of every
 // parameter and model buffer over the checkpoints; the normalization statistics (a separate
 // recoverable upstream, restored from the best checkpoint) and the tokenizer come from the

@@ -6,6 +6,7 @@
 
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
+#include "models/checkpoint.h"
 
 namespace masr::toolkit {
 namespace {
@@ -72,7 +73,8 @@ ModelFacts model_facts_from_file(const std::string& hparams_file) {
   return model_facts_from(hparams::load_file(hparams_file, options));
 }
 
-ModelFacts model_facts_from_model(const std::string& model_file) {
+ModelFacts model_facts_from_model(const std::string& path) {
+  const std::string model_file = models::model_file_in(path);
   const auto model = models::AsrModel::load(model_file);
   ModelFacts f = facts_of(*model, hparams::load_text(model->hparams_yaml(), {}, model_file));
   f.source = model_file;

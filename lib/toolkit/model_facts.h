@@ -31,7 +31,7 @@ ModelFacts model_facts_from(const hparams::Hparams& hp);
 // The same facts from an hparams file (data paths may be placeholders).
 ModelFacts model_facts_from_file(const std::string& hparams_file);
 // From a trained model (model.masr).
-ModelFacts model_facts_from_model(const std::string& model_file);
+ModelFacts model_facts_from_model(const std::string& path);  // a model file or its folder
 
 // 64-bit FNV-1a as 16 hex digits: stable across compilers and runs, unlike std::hash.
 std::string stable_hash(const std::string& text);

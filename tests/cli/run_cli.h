@@ -17,8 +17,10 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-inline CliResult run_cli(const std::string& args) {
-  const std::string command = std::string(MASR_EXE) + " " + args + " 2>&1";
+// `env`: VAR=value assignments for the command's environment.
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
+  const std::string command =
+      (env.empty() ? "" : "env " + env + " ") + std::string(MASR_EXE) + " " + args + " 2>&1";
   CliResult result;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);

@@ -1,0 +1,63 @@
+// lib/toolkit/decode_threads.cpp
+#include "toolkit/decode_threads.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "decode/recognizer.h"
+
+namespace masr::toolkit {
+
+int measure_decode_threads(decode::Recognizer& recognizer, int max_threads, std::string* report) {
+  max_threads = std::max(1, max_threads);
+  // Noise rather than silence, so that the search does the work speech would ask of it.
+  std::vector<float> audio(static_cast<size_t>(recognizer.sample_rate()));
+  uint32_t state = 1;
+  for (float& s : audio) {
+    state = state * 1664525u + 1013904223u;
+    s = (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 0.02f;
+  }
+  const std::vector<const std::vector<float>*> batch = {&audio};
+  std::vector<std::pair<int, double>> medians;  // (threads, seconds)
+  for (int threads = 1;; threads = std::min(threads * 2, max_threads)) {
+    at::set_num_threads(threads);
+    recognizer.transcribe(batch);  // warm-up
+    std::vector<double> seconds;
+    for (int k = 0; k < 3; ++k) {
+      const auto start = std::chrono::steady_clock::now();
+      recognizer.transcribe(batch);
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    medians.emplace_back(threads, seconds[1]);
+    if (threads == max_threads) break;
+  }
+  at::set_num_threads(max_threads);
+  double fastest = medians.front().second;
+  for (const auto& [threads, s] : medians) fastest = std::min(fastest, s);
+  int best = max_threads;
+  for (const auto& [threads, s] : medians) {
+    if (s <= fastest * 1.05) {
+      best = threads;
+      break;
+    }
+  }
+  if (report != nullptr) {
+    report->clear();
+    for (const auto& [threads, s] : medians) {
+      char item[64];
+      std::snprintf(item, sizeof item, "%s%d thread%s %.0f ms", report->empty() ? "" : ", ",
+                    threads, threads == 1 ? "" : "s", 1000.0 * s);
+      *report += item;
+    }
+  }
+  return best;
+}
+
+}  // namespace masr::toolkit
