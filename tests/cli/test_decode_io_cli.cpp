@@ -66,26 +66,7 @@ std::string s16_to_f32(const std::string& s16) {
   return out;
 }
 
-class Scratch {
- public:
-  Scratch() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("masr-cli-io-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string path = (path_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-
- private:
-  fs::path path_;
-};
+using Scratch = masr::testing::CliScratch;
 
 std::string decode(const std::string& args) {
   return "decode --model " + kModel + "/model.masr --search greedy " + args;

@@ -33,26 +33,10 @@ struct Scratch {
   }
 };
 
-void put(std::ofstream& out, uint32_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.put(static_cast<char>((value >> (8 * i)) & 0xFF));
-}
-
 // A 16-bit PCM mono WAV at 16 kHz holding `samples` samples of value 1000.
 void write_wav(const std::string& path, uint32_t samples) {
-  std::ofstream out(path, std::ios::binary);
-  out << "RIFF";
-  put(out, 36 + 2 * samples, 4);
-  out << "WAVEfmt ";
-  put(out, 16, 4);
-  put(out, 1, 2);
-  put(out, 1, 2);
-  put(out, 16000, 4);
-  put(out, 32000, 4);
-  put(out, 2, 2);
-  put(out, 16, 2);
-  out << "data";
-  put(out, 2 * samples, 4);
-  for (uint32_t i = 0; i < samples; ++i) put(out, 1000, 2);
+  std::ofstream(path, std::ios::binary)
+      << masr::testing::wav_bytes(std::vector<int16_t>(samples, 1000));
 }
 
 }  // namespace

@@ -31,22 +31,7 @@ size_t lines_of(const std::string& text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
-class Scratch {
- public:
-  Scratch() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("masr-cli-opt-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using Scratch = masr::testing::CliScratch;
 
 }  // namespace
 

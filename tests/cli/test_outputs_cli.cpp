@@ -38,32 +38,7 @@ std::string read(const std::string& path) {
   return out.str();
 }
 
-class Scratch {
- public:
-  Scratch() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("masr-cli-out-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string copy(const std::string& from, const std::string& name) const {
-    fs::create_directories((path_ / name).parent_path());
-    fs::copy_file(from, path_ / name, fs::copy_options::overwrite_existing);
-    return file(name);
-  }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    fs::create_directories((path_ / name).parent_path());
-    std::ofstream(path_ / name, std::ios::binary) << bytes;
-    return file(name);
-  }
-
- private:
-  fs::path path_;
-};
+using Scratch = masr::testing::CliScratch;
 
 // stdout and stderr apart: stdout goes to a file that is read back.
 struct Split {
@@ -143,26 +118,7 @@ void check_rounded(const std::string& json_line) {
 
 std::string decode(const std::string& args) { return "decode -m " + kModel + " " + args; }
 
-// A 16-bit mono 16 kHz WAV of `samples`.
-std::string wav_of(const std::vector<int16_t>& samples) {
-  auto put = [](std::string& out, uint32_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>(v >> (8 * i) & 0xFF));
-  };
-  std::string out = "RIFF";
-  put(out, static_cast<uint32_t>(36 + 2 * samples.size()), 4);
-  out += "WAVEfmt ";
-  put(out, 16, 4);
-  put(out, 1, 2);
-  put(out, 1, 2);
-  put(out, 16000, 4);
-  put(out, 32000, 4);
-  put(out, 2, 2);
-  put(out, 16, 2);
-  out += "data";
-  put(out, static_cast<uint32_t>(2 * samples.size()), 4);
-  for (int16_t s : samples) put(out, static_cast<uint16_t>(s), 2);
-  return out;
-}
+using masr::testing::wav_bytes;
 
 // The samples of one of the bundled 16 kHz 16-bit examples.
 std::vector<int16_t> samples_of(const std::string& wav_path) {
@@ -291,7 +247,7 @@ TEST_CASE("stream: finals with text, trimmed partials, word confidences, rounded
     samples.insert(samples.end(), speech.begin(), speech.end());
     samples.insert(samples.end(), 16000 * 3, 0);
   }
-  const std::string wav = dir.write("talk.wav", wav_of(samples));
+  const std::string wav = dir.write("talk.wav", wav_bytes(samples));
   const Split r = run_split("stream -m " + kCausal + " --chunk-ms 160 " + wav, dir);
   INFO(r.err);
   REQUIRE(r.code == 0);
