@@ -203,10 +203,9 @@ std::string rewrite_help_command(const CLI::App& app, std::vector<std::string>& 
 std::string unknown_arguments_message(const CLI::App& app, const std::string& what) {
   const CLI::App* target = &app;
   while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
-  const size_t colon = what.find(": ");
-  std::istringstream tokens(colon == std::string::npos ? "" : what.substr(colon + 2));
-  std::string first;
-  tokens >> first;
+  // The arguments nothing took, in command-line order (CLI11's message lists them reversed).
+  const std::vector<std::string> left = app.remaining(true);
+  const std::string first = left.empty() ? "" : left.front();
   if (first.empty()) return what;
   if (first[0] != '-') {
     if (target != &app) return what;  // an extra argument, not a name

@@ -181,7 +181,9 @@ TEST_CASE("detect, its profile and decode --threads auto agree on the thread cou
           "[cli][threads]") {
   const auto r = run_cli("--device cpu detect --json");
   REQUIRE(r.code == 0);
-  const auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  const size_t begin = r.output.find('{'), end = r.output.rfind('}');
+  REQUIRE(end != std::string::npos);
+  const auto j = nlohmann::json::parse(r.output.substr(begin, end - begin + 1));
   const int most = j.at("cpu").at("auto_threads_max").get<int>();
   CHECK(most == j.at("profile").at("intra_op_threads").get<int>());
   REQUIRE(most >= 1);
