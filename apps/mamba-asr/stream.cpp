@@ -81,10 +81,17 @@ std::unique_ptr<decode::SampleStream> open_input(const StreamOptions& o, int rat
   return std::make_unique<decode::MemorySampleStream>(audio::read_audio(o.input, rate).samples);
 }
 
+// The text without the spaces a trailing or lone "▁" leaves.
+std::string trimmed(const std::string& text) {
+  const size_t first = text.find_first_not_of(' ');
+  return first == std::string::npos ? ""
+                                    : text.substr(first, text.find_last_not_of(' ') - first + 1);
+}
+
 void print(const decode::StreamingResult& r) {
   nlohmann::json j;
   j["type"] = r.is_final ? "final" : "partial";
-  j["text"] = r.text;
+  j["text"] = trimmed(r.text);
   if (r.is_final) {
     j["words"] = nlohmann::json::array();
     for (const auto& w : r.words) {
@@ -112,7 +119,7 @@ int run_stream(const StreamOptions& o) {
   std::string shown;
   size_t finals = 0;
   auto print_final = [&](const decode::StreamingResult& final) {
-    if (final.text.empty()) return;  // silence ended, nothing was said
+    if (trimmed(final.text).empty()) return;  // silence ended, nothing was said
     print(final);
     ++finals;
   };
@@ -126,9 +133,9 @@ int run_stream(const StreamOptions& o) {
       }
     }
     const auto partial = stream->result();
-    if (o.partials && !partial.is_final && partial.text != shown) {
+    if (o.partials && !partial.is_final && trimmed(partial.text) != shown) {
       print(partial);
-      shown = partial.text;
+      shown = trimmed(partial.text);
     }
   };
   const auto start = std::chrono::steady_clock::now();

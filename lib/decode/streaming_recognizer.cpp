@@ -193,10 +193,6 @@ StreamingResult OnlineStream::result() const {
   StreamingResult r;
   r.tokens = hyp_.tokens;
   r.text = recognizer_.text_.detokenize(hyp_.tokens);
-  const size_t first = r.text.find_first_not_of(' ');  // a lone "▁" detokenizes to a space
-  r.text = first == std::string::npos
-               ? std::string()
-               : r.text.substr(first, r.text.find_last_not_of(' ') - first + 1);
   const int rate = recognizer_.sample_rate();
   const double per_frame = recognizer_.frame_seconds();
   const double length = endpoint_ ? cut_frame_ * per_frame
