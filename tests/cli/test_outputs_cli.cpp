@@ -112,7 +112,7 @@ void check_words_in_order(const nlohmann::json& words) {
 
 // Times in milliseconds at most: "1.234", never "1.2345625".
 void check_rounded(const std::string& json_line) {
-  static const std::regex long_fraction(R"("(start|end)":-?\d+\.\d{4,})");
+  static const std::regex long_fraction(R"re("(start|end)":-?\d+\.\d{4,})re");
   CHECK_FALSE(std::regex_search(json_line, long_fraction));
 }
 
