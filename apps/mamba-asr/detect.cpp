@@ -182,7 +182,8 @@ Runner add_detect_command(CLI::App& app, GlobalOptions& global) {
   auto options = std::make_shared<DetectOptions>();
   CLI::App* cmd = app.add_subcommand(
       "detect",
-      "Show what this machine offers (CPU, ISA, memory, NUMA, CUDA devices, MPS, LibTorch),\n"
+      "Show this machine's hardware and the runtime profile mamba-asr picks for it.\n\n"
+      "What the machine offers (CPU, ISA, memory, NUMA, CUDA devices, MPS, LibTorch),\n"
       "the device mamba-asr picks, and the runtime profile for it: precision, batch and\n"
       "accumulation, batch length, workers, threads, TF32, cudnn benchmark, allocator.\n"
       "With --hparams or --model the profile is sized to the model.\n\n"

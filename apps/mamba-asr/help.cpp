@@ -84,7 +84,8 @@ class HelpFormatter : public CLI::Formatter {
     for (const CLI::App* sub : app->get_subcommands({})) {
       if (sub->get_name().empty() || sub->get_group().empty()) continue;
       const std::string description = sub->get_description();
-      out += line("  " + sub->get_name(), description.substr(0, description.find('\n')));
+      // A narrower name column than the options' keeps each summary on one line.
+      out += line("  " + sub->get_name(), description.substr(0, description.find('\n')), 14);
     }
     return out;
   }
@@ -135,15 +136,16 @@ class HelpFormatter : public CLI::Formatter {
 
   // "  NAME   description", the description wrapped and starting at kNameColumn (on the next
   // line when the name is longer).
-  static std::string line(const std::string& name, const std::string& description) {
+  static std::string line(const std::string& name, const std::string& description,
+                          size_t column = kNameColumn) {
     if (description.empty()) return name + "\n";
     std::string out = name;
-    if (out.size() + 1 > kNameColumn) {
-      out += "\n" + std::string(kNameColumn, ' ');
+    if (out.size() + 1 > column) {
+      out += "\n" + std::string(column, ' ');
     } else {
-      out += std::string(kNameColumn - out.size(), ' ');
+      out += std::string(column - out.size(), ' ');
     }
-    return out + wrap(description, kNameColumn, kLineWidth) + "\n";
+    return out + wrap(description, column, kLineWidth) + "\n";
   }
 
   // Whether `opt` of a subcommand repeats one of the root's global options (train and convert

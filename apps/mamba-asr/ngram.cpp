@@ -15,8 +15,8 @@ namespace masr::cli {
 Runner add_ngram_command(CLI::App& app, GlobalOptions& /*global*/) {
   CLI::App* cmd = app.add_subcommand(
       "ngram",
-      "Estimate a word n-gram LM with interpolated modified Kneser-Ney smoothing (Chen & Goodman,\n"
-      "as KenLM's lmplz) and write it as an ARPA file.\n\n"
+      "Estimate a word n-gram LM from text and write it as an ARPA file.\n\n"
+      "Interpolated modified Kneser-Ney smoothing (Chen & Goodman, as KenLM's lmplz).\n\n"
       "TEXT: plain text files (one sentence per line) or SpeechBrain CSVs (*.csv, their wrd\n"
       "column); words are separated by spaces. <s>, </s> and <unk> are added.\n\n"
       "Example:\n"

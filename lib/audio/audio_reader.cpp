@@ -103,9 +103,11 @@ uint64_t byte_size(const Source& source) {
   return error ? 0 : static_cast<uint64_t>(size);
 }
 
-// PCM holds a sample in 1 to 8 bytes; a compressed format at most ~6,000 samples per byte (FLAC's
-// constant subframes of 65,535 samples), so 16,384 per byte is beyond any of them.
+// Uncompressed PCM holds a sample in 1 to 8 bytes; a compressed format at most ~6,000 samples per
+// byte (FLAC's constant subframes of 65,535 samples), so 16,384 per byte is beyond any of them.
 double max_samples_per_byte(int format) {
+  // FLAC reports its samples' width as a PCM subtype but compresses them.
+  if ((format & SF_FORMAT_TYPEMASK) == SF_FORMAT_FLAC) return 16384.0;
   switch (format & SF_FORMAT_SUBMASK) {
     case SF_FORMAT_PCM_S8:
     case SF_FORMAT_PCM_U8:

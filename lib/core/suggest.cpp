@@ -31,8 +31,12 @@ std::vector<std::string> closest_matches(const std::string& name,
     if (d <= limit) scored.emplace_back(d, candidate);
   }
   std::sort(scored.begin(), scored.end());
+  // Only the closest: '--bem' suggests '--beam', not also '--lm' two edits away.
   std::vector<std::string> out;
-  for (size_t i = 0; i < scored.size() && out.size() < count; ++i) out.push_back(scored[i].second);
+  for (size_t i = 0; i < scored.size() && out.size() < count; ++i) {
+    if (scored[i].first > scored.front().first) break;
+    out.push_back(scored[i].second);
+  }
   return out;
 }
 

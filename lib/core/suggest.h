@@ -9,7 +9,8 @@ namespace masr {
 
 size_t edit_distance(const std::string& a, const std::string& b);
 
-// Up to `count` candidates within a sensible edit distance of `name`, closest first.
+// Up to `count` candidates within a sensible edit distance of `name`, all at the smallest
+// distance found.
 std::vector<std::string> closest_matches(const std::string& name,
                                          const std::vector<std::string>& candidates,
                                          size_t count = 3);

@@ -45,6 +45,13 @@ TEST_CASE("the top-level help is short: usage first, one line per subcommand", "
     // "  decode    Transcribe audio ...": the name and the first line of its description.
     CHECK_THAT(r.output, Catch::Contains("\n  " + sub + " "));
   }
+  // Each summary is a whole sentence: the block from "Subcommands:" to the next blank line
+  // has no line that ends in a comma or an open parenthesis (a description cut mid-sentence).
+  const size_t from = r.output.find("\nSubcommands:\n");
+  REQUIRE(from != std::string::npos);
+  const std::string block = r.output.substr(from, r.output.find("\n\n", from + 1) - from);
+  CHECK(block.find(",\n") == std::string::npos);
+  CHECK(block.find("(\n") == std::string::npos);
   CHECK_THAT(r.output, Catch::Contains("--threads"));
   CHECK_THAT(r.output, Catch::Contains("mamba-asr help SUBCOMMAND"));
   // `help` alone is the same page.
@@ -97,7 +104,8 @@ TEST_CASE("did you mean: mistyped subcommands and options", "[cli][help]") {
   CHECK_THAT(r.output, Catch::Contains("Did you mean '--device'?"));
 }
 
-TEST_CASE("-m/--model takes a file or a folder, -o/--output writes, old spellings still work",
+TEST_CASE("model and output options: -m/--model takes a file or a folder, -o/--output "
+          "writes, old spellings still work",
           "[cli][options]") {
   Scratch dir;
   // convert: -m FOLDER -o FILE, and the older positional IN OUT.

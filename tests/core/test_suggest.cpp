@@ -15,4 +15,7 @@ TEST_CASE("did_you_mean proposes close names and nothing for unrelated ones", "[
   CHECK(masr::did_you_mean("d_modle", keys) == " Did you mean 'd_model'?");
   CHECK(masr::did_you_mean("zzzzzzzz", keys).empty());
   CHECK(masr::closest_matches("nheads", keys) == std::vector<std::string>{"nhead"});
+  // Ties at the smallest distance are all kept; farther ones are not.
+  CHECK(masr::closest_matches("--bem", {"--beam", "--lm", "--ref", "--bes"}) ==
+        std::vector<std::string>{"--beam", "--bes"});
 }

@@ -3,6 +3,8 @@
 // known answer; batched decoding equals one-at-a-time; CTC forced alignment by hand.
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -73,12 +75,14 @@ TEST_CASE("decode_batch: every search on a spelled batch, batched equals one at 
     CHECK(both[0].text == "a b a");
     CHECK(both[1].text == "b");
     // Words timed from the CTC alignment, 40 ms frames: a [0, 2), b [3, 4), a [5, 6); starts
-    // moved earlier by the CTC start shift (kCtcWordStartShift), never below 0.
+    // moved earlier by the CTC start shift (kCtcWordStartShift), never below 0 nor before the
+    // previous word's end: 0.12 - 0.052 stops at a's end 0.08, 0.20 - 0.052 at b's end 0.16.
     REQUIRE(both[0].words.size() == 3);
     CHECK(both[0].words[0].start == 0.0);
     CHECK(both[0].words[0].end == Approx(0.08));
-    CHECK(both[0].words[1].start == Approx(0.12 - kCtcWordStartShift));
-    CHECK(both[0].words[2].start == Approx(0.20 - kCtcWordStartShift));
+    CHECK(both[0].words[1].start == Approx(std::max(0.12 - kCtcWordStartShift, 0.08)));
+    CHECK(both[0].words[1].end == Approx(0.16));
+    CHECK(both[0].words[2].start == Approx(std::max(0.20 - kCtcWordStartShift, 0.16)));
     const auto alone = decode_batch(model, {&second}, config);
     CHECK(alone[0].text == both[1].text);
     CHECK(alone[0].score == Approx(both[1].score).epsilon(1e-4));
