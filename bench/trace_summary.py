@@ -28,11 +28,17 @@ def short(name):
     return name[:150]
 
 
-by = collections.defaultdict(lambda: [0.0, 0])
-for e in kernels:
-    k = by[short(e["name"])]
-    k[0] += e["dur"]
-    k[1] += 1
+def totals(events, key):
+    """{key: [summed duration, count]} over events."""
+    out = collections.defaultdict(lambda: [0.0, 0])
+    for e in events:
+        t = out[key(e)]
+        t[0] += e["dur"]
+        t[1] += 1
+    return out
+
+
+by = totals(kernels, lambda e: short(e["name"]))
 print(f"{len(kernels) / steps:.0f} kernels per step, {busy / steps / 1e3:.2f} ms of GPU work per step "
       f"over {(end - start) / steps / 1e3:.2f} ms ({100 * busy / (end - start):.0f} % busy); "
       f"copies/memsets {sum(e['dur'] for e in copies) / steps / 1e3:.2f} ms per step")
@@ -45,11 +51,7 @@ for name, (dur, n) in sorted(by.items(), key=lambda kv: -kv[1][0])[:top]:
 # synchronizations paces the GPU; launches alone cost a few microseconds each.
 runtime = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver") and "dur" in e]
 if runtime:
-    rt = collections.defaultdict(lambda: [0.0, 0])
-    for e in runtime:
-        r = rt[e["name"]]
-        r[0] += e["dur"]
-        r[1] += 1
+    rt = totals(runtime, lambda e: e["name"])
     print(f"\nCUDA runtime/driver calls: {sum(v[0] for v in rt.values()) / steps / 1e3:.2f} ms per step")
     print(f"{'ms/step':>8} {'calls':>7}  call")
     for name, (dur, n) in sorted(rt.items(), key=lambda kv: -kv[1][0])[:15]:
@@ -65,11 +67,7 @@ if ops:
         sel = [g for g in gaps if lo <= g < hi]
         print(f"GPU idle gaps {lo:>5}-{hi if hi < 1e12 else 'inf':>5} us: {len(sel) / steps:7.0f} per step, "
               f"{sum(sel) / steps / 1e3:7.2f} ms per step")
-    top_ops = collections.defaultdict(lambda: [0.0, 0])
-    for e in ops:
-        t = top_ops[e["name"]]
-        t[0] += e["dur"]
-        t[1] += 1
+    top_ops = totals(ops, lambda e: e["name"])
     print(f"\nCPU operators (inclusive time, nested ops counted in each): top 15 per step")
     for name, (dur, n) in sorted(top_ops.items(), key=lambda kv: -kv[1][0])[:15]:
         print(f"{dur / steps / 1e3:8.3f} {n / steps:7.0f}  {name[:120]}")

@@ -183,9 +183,16 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global, const CLI::App& cm
                                                      recognizer->device(), &source);
     runtime::apply_threads(threads);
     if (source == "profile" && recognizer->device().is_cpu()) {
+      // Only as many threads as there are idle CPUs now are worth timing (toolkit::idle_cpus).
+      const int idle = toolkit::idle_cpus(threads);
       std::string timings;
-      runtime::apply_threads(toolkit::measure_decode_threads(*recognizer, threads, &timings));
-      source = "measured: " + timings + " for 1 s of audio";
+      if (idle > 1) {
+        runtime::apply_threads(toolkit::measure_decode_threads(*recognizer, idle, &timings));
+        source = "measured: " + timings + " for 1 s of audio";
+      } else {
+        runtime::apply_threads(1);
+        source = "every other CPU is busy";
+      }
     } else {
       source = "from the " + source;
     }

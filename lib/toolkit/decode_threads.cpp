@@ -7,6 +7,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "decode/recognizer.h"
@@ -58,6 +64,57 @@ int measure_decode_threads(decode::Recognizer& recognizer, int max_threads, std:
     }
   }
   return best;
+}
+
+int procs_running_of(const std::string& proc_stat) {
+  std::istringstream in(proc_stat);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("procs_running ", 0) == 0) {
+      try {
+        return std::stoi(line.substr(14));
+      } catch (const std::exception&) {
+        return -1;
+      }
+    }
+  }
+  return -1;
+}
+
+namespace {
+
+// Threads of this process that are runnable now (state R in /proc/self/task/*/stat).
+int own_running_threads() {
+  int running = 0;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream stat(task.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // "pid (comm) S ...": the state follows the last ')' (comm may hold spaces or parentheses).
+    const size_t close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'R') ++running;
+  }
+  return running;
+}
+
+}  // namespace
+
+int idle_cpus(int cpus) {
+  cpus = std::max(1, cpus);
+  int fewest_others = -1;
+  for (int k = 0; k < 5; ++k) {
+    if (k > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::ifstream file("/proc/stat");
+    if (!file) return cpus;
+    std::stringstream text;
+    text << file.rdbuf();
+    const int running = procs_running_of(text.str());
+    if (running < 0) return cpus;
+    // Runnable threads of other processes: this process's own (its readers, a pool still
+    // winding down) do not count against it.
+    const int others = std::max(0, running - std::max(1, own_running_threads()));
+    fewest_others = fewest_others < 0 ? others : std::min(fewest_others, others);
+  }
+  return std::max(1, cpus - fewest_others);
 }
 
 }  // namespace masr::toolkit

@@ -174,6 +174,19 @@ void prepare(torch::nn::Module& root, const std::function<void()>& first_batch) 
   first_batch();
 }
 
+// The trainer prepared as `prepare` does, its statistics from the batch [a, b]; returns the loss
+// options the tests use (summed losses, CTC weight 0.3).
+masr::train::LossOptions prepare_trainer(AsrTask& task, const Utterance& a, const Utterance& b) {
+  masr::train::LossOptions options;
+  options.reduction = masr::train::LossReduction::kSum;
+  options.ctc_weight = 0.3;
+  prepare(task.model(), [&] {
+    task.train(true);
+    (void)task.forward(make_batch({a, b}, 1, 2), true, /*epoch=*/1, nullptr, options);
+  });
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("training is batch-invariant: the model's loss and gradients", "[train]") {
@@ -221,13 +234,7 @@ TEST_CASE("training is batch-invariant: the trainer's loss and gradients", "[tra
     INFO(c.file << (c.causal ? " (causal)" : ""));
     const auto hp = load(c.file, c.overrides, c.causal);
     AsrTask task(hp);
-    masr::train::LossOptions options;
-    options.reduction = masr::train::LossReduction::kSum;
-    options.ctc_weight = 0.3;
-    prepare(task.model(), [&] {
-      task.train(true);
-      (void)task.forward(make_batch({a, b}, 1, 2), true, /*epoch=*/1, nullptr, options);
-    });
+    const masr::train::LossOptions options = prepare_trainer(task, a, b);
     // Epoch 100: past update_until_epoch, the statistics stay frozen. No generator: no
     // augmentation.
     const ForwardFn forward = [&](const AsrBatch& batch) {
@@ -256,13 +263,7 @@ TEST_CASE("training on the shape grid: the same loss and gradients as without", 
     INFO(c.file << (c.causal ? " (causal)" : ""));
     const auto hp = load(c.file, c.overrides, c.causal);
     AsrTask task(hp);
-    masr::train::LossOptions options;
-    options.reduction = masr::train::LossReduction::kSum;
-    options.ctc_weight = 0.3;
-    prepare(task.model(), [&] {
-      task.train(true);
-      (void)task.forward(make_batch({a, b}, 1, 2), true, /*epoch=*/1, nullptr, options);
-    });
+    const masr::train::LossOptions options = prepare_trainer(task, a, b);
     masr::train::TrainConfig config;
     config.bos_index = 1;
     config.eos_index = 2;
