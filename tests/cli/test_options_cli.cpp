@@ -202,14 +202,17 @@ TEST_CASE("detect, its profile and decode --threads auto agree on the thread cou
                                                " (decode --threads auto measures 1 to " +
                                                std::to_string(most) + ")"));
   // decode --threads auto without a cached plan (an empty cache folder) measures 1 to `most`
-  // threads and takes one of them.
+  // threads and takes one of them, or, when other processes keep every other CPU busy (other
+  // tests run beside this one), takes 1 without timing.
   const auto decode = run_cli("--threads auto --device cpu decode -m " + kModel + " " + kWav,
                               "XDG_CACHE_HOME=/nonexistent-masr-cache");
   INFO(decode.output);
   CHECK(decode.code == 0);
-  const std::regex line(R"(auto: (\d+) threads? \(measured: 1 thread \d+ ms)");
+  const std::regex line(
+      R"(auto: (\d+) threads? \((measured: 1 thread \d+ ms|every other CPU is busy))");
   std::smatch m;
   REQUIRE(std::regex_search(decode.output, m, line));
   CHECK(std::stoi(m[1]) >= 1);
   CHECK(std::stoi(m[1]) <= most);
+  if (m[2] == "every other CPU is busy") CHECK(std::stoi(m[1]) == 1);
 }
