@@ -57,16 +57,20 @@ export TORCH_EXTENSIONS_DIR=/tmp/ext MAX_JOBS=8
 stage_build() {
   nvidia-smi -L | tee -a "$OUT/summary.txt"
   if [[ -d .ref && -z ${NO_REF:-} ]]; then
-    (python3 -c "import sys; sys.path.insert(0,'.ref/scripts'); import refcompat; refcompat.load_selective_scan()" \
-       > "$OUT/ext.log" 2>&1; echo "ext rc=$?" >> "$OUT/ext.log") &
+    # Detached: the build stage does not wait for it (the reference's first import waits on
+    # its lock instead), and it survives the end of a call.
+    setsid bash -c "python3 -c \"import sys; sys.path.insert(0,'.ref/scripts'); import refcompat; refcompat.load_selective_scan()\" \
+       > '$OUT/ext.log' 2>&1; echo \"ext rc=\$?\" >> '$OUT/ext.log'" < /dev/null &
   else
     echo "ext: not built (no .ref or NO_REF set)" > "$OUT/ext.log"
   fi
+  local base_pid=""
   if [[ -d .base ]]; then  # the code before the change, for same-call before/after runs
     (cd .base && cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORCH_CUDA_ARCH_LIST=9.0 \
        -DTorch_DIR="$(python3 -c 'import os, torch; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))')" \
        -DMASR_BUILD_TESTS=OFF > "$OUT/base-cmake.log" 2>&1 && cmake --build build-cuda --target mamba-asr \
        > "$OUT/base-build.log" 2>&1; echo "base build rc=$?" >> "$OUT/base-build.log") &
+    base_pid=$!
   fi
   local t0=$SECONDS
   local torch_dir
@@ -83,8 +87,8 @@ stage_build() {
   fi
   summary "build rc=$rc in $((SECONDS - t0)) s"
   [[ $rc -eq 0 ]] || { grep -B2 -A12 'error' "$OUT/build.log" | head -80; exit 1; }
-  wait
-  tail -1 "$OUT/ext.log" | tee -a "$OUT/summary.txt"
+  [[ -n $base_pid ]] && wait "$base_pid"
+  summary "ext: $(tail -1 "$OUT/ext.log" 2>/dev/null || echo 'building (detached)')"
   [[ -d .base ]] && tail -1 "$OUT/base-build.log" | tee -a "$OUT/summary.txt"
   return 0
 }
