@@ -5,6 +5,9 @@
 #include <ATen/ATen.h>
 
 #include <sstream>
+#include <vector>
+
+#include <torch/torch.h>
 
 #include "core/error.h"
 
@@ -103,6 +106,22 @@ std::string SpeedPerturbObject::summary() const {
     out << (i ? "/" : "") << perturb.config().speeds[i];
   }
   return out.str();
+}
+
+AugmentBatch SpeedPerturbObject::apply(const at::Tensor& x, const at::Tensor& lengths,
+                                       at::Generator& generator) const {
+  if (x.dim() != 2) throw_input_error("SpeedPerturb: expected waveforms (batch, samples)");
+  const auto& speeds = perturb.config().speeds;
+  const int speed =
+      speeds[static_cast<size_t>(draw_int(generator, 0, static_cast<int64_t>(speeds.size())))];
+  const at::Tensor host = x.to(at::kCPU, at::kFloat).contiguous();
+  std::vector<at::Tensor> rows;
+  for (int64_t b = 0; b < host.size(0); ++b) {
+    const float* p = host[b].data_ptr<float>();
+    std::vector<float> out = perturb.apply(std::vector<float>(p, p + host.size(1)), speed);
+    rows.push_back(torch::tensor(out, torch::kFloat));
+  }
+  return {torch::stack(rows).to(x.device(), x.scalar_type()), lengths, {}};
 }
 
 void register_features_classes(hparams::Registry& registry) {

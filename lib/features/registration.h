@@ -7,6 +7,7 @@
 
 #include "audio/pad_silence.h"
 #include "audio/speed_perturb.h"
+#include "features/augment/interface.h"
 #include "features/fbank.h"
 #include "features/input_normalization.h"
 #include "hparams/registry.h"
@@ -27,9 +28,15 @@ struct InputNormalizationObject : hparams::Object {
   InputNormalization module;
 };
 
-struct SpeedPerturbObject : hparams::Object {
+// Also a batch augmentation, as in a `wav_augment` Augmenter: one speed drawn for the whole batch
+// (SpeechBrain's torch.randint(0, len(speeds), (1,))), every padded row resampled; relative
+// lengths are unchanged.
+struct SpeedPerturbObject : Augmentation {
   explicit SpeedPerturbObject(audio::SpeedPerturbConfig config) : perturb(std::move(config)) {}
   std::string summary() const override;
+  std::string name() const override { return "SpeedPerturb"; }
+  AugmentBatch apply(const at::Tensor& x, const at::Tensor& lengths,
+                     at::Generator& generator) const override;
   audio::SpeedPerturb perturb;
 };
 

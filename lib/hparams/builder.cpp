@@ -2,11 +2,49 @@
 #include "hparams/builder.h"
 
 #include <map>
+#include <utility>
 
 #include "core/error.h"
 
 namespace masr::hparams {
 namespace {
+
+constexpr const char* kSupportedFamilies =
+    "The supported SpeechBrain recipe families are the LibriSpeech Conformer, Transformer and "
+    "Branchformer encoder-decoders (ASR/transformer), the CTC Conformer and Branchformer "
+    "(ASR/CTC), the Transformer LM, and Mamba-ASR's ConMamba recipes (docs/hparams.md lists the "
+    "files tested).";
+
+// SpeechBrain classes of recipe families that stay outside mamba-asr: pretrained hub encoders,
+// RNN sequence-to-sequence models, LLM recipes, k2 training.
+const char* out_of_scope_family(const std::string& name) {
+  static const std::pair<const char*, const char*> kFamilies[] = {
+      {"speechbrain.lobes.models.huggingface_transformers.",
+       "the pretrained hub models (wav2vec2, WavLM, Whisper, ...)"},
+      {"speechbrain.integrations.huggingface.",
+       "the pretrained hub models (wav2vec2, WavLM, Whisper, LLMs)"},
+      {"speechbrain.lobes.models.fairseq_wav2vec.", "the pretrained hub models (fairseq wav2vec2)"},
+      {"speechbrain.lobes.models.wav2vec.", "the self-supervised wav2vec2 / BEST-RQ recipes"},
+      {"speechbrain.lobes.models.CRDNN.", "the RNN sequence-to-sequence recipes (CRDNN)"},
+      {"speechbrain.lobes.models.RNNLM.", "the RNN language models"},
+      {"speechbrain.nnet.RNN.", "the RNN sequence-to-sequence recipes"},
+      {"speechbrain.decoders.S2SRNNBeamSearcher", "the RNN sequence-to-sequence recipes"},
+      {"speechbrain.decoders.seq2seq.S2SWhisper", "the Whisper recipes"},
+      {"speechbrain.decoders.seq2seq.S2SHuggingFaceLLM", "the LLM recipes"},
+      {"speechbrain.k2_integration.", "the k2 recipes"},
+      {"speechbrain.integrations.k2_fsa.", "the k2 recipes"},
+      {"speechbrain.nnet.adapters.", "the adapter (LoRA) fine-tuning recipes"},
+      {"speechbrain.lobes.downsampling.", "the downsampled SSL recipes"},
+      // Classes those recipes use before their first hub or RNN model is built:
+      {"speechbrain.dataio.encoder.CTCTextEncoder", "the pretrained-encoder CTC recipes"},
+      {"speechbrain.lobes.models.VanillaNN.", "the pretrained-encoder recipes"},
+      {"torch.optim.Adadelta", "the RNN and pretrained-encoder recipes (Adadelta)"},
+  };
+  for (const auto& [prefix, family] : kFamilies) {
+    if (name.rfind(prefix, 0) == 0) return family;
+  }
+  return nullptr;
+}
 
 const char* kNewTag = "!new:";
 const char* kNameTag = "!name:";
@@ -122,6 +160,11 @@ class Builder {
   const ClassInfo& find_class(const Node& node, const std::string& key, const std::string& name) {
     const ClassInfo* info = registry_.find(name);
     if (info != nullptr) return *info;
+    if (const char* family = out_of_scope_family(name)) {
+      throw_config_error("hparams: " + node.where.str() + ": '" + key + "': '" + name +
+                         "' belongs to " + family + ", which mamba-asr does not train. " +
+                         kSupportedFamilies);
+    }
     std::string suggestions;
     for (const auto& close : registry_.closest(name)) {
       suggestions += (suggestions.empty() ? "" : ", ") + close;

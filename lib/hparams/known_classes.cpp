@@ -100,6 +100,8 @@ void register_builtin_classes(Registry& r) {
   declare(r, "speechbrain.nnet.activations.Swish", {"torch.nn.SiLU", "mamba_asr.Swish"},
           "Swish (SiLU) activation", {"beta"});
   declare(r, "torch.nn.ReLU", {"mamba_asr.ReLU"}, "ReLU activation", {"inplace"});
+  declare(r, "torch.nn.Identity", {"mamba_asr.Identity"}, "identity (no activation)", {},
+          CallableKind::kClass, /*variadic=*/true);
   declare(r, "torch.nn.LeakyReLU", {"mamba_asr.LeakyReLU"}, "LeakyReLU activation",
           {"negative_slope", "inplace"});
 
@@ -150,7 +152,7 @@ void register_builtin_classes(Registry& r) {
   declare(r, "speechbrain.augment.time_domain.DropChunk", {"mamba_asr.DropChunk"},
           "zeroes chunks of the waveform",
           {"drop_length_low", "drop_length_high", "drop_count_low", "drop_count_high", "drop_start",
-           "drop_end", "drop_prob", "noise_factor"});
+           "drop_end", "noise_factor"});
   declare(r, "speechbrain.augment.augmenter.Augmenter", {"mamba_asr.Augmenter"},
           "applies a random subset of augmentations",
           {"parallel_augment", "parallel_augment_fixed_bs", "concat_original", "min_augmentations",
@@ -240,6 +242,27 @@ void register_builtin_classes(Registry& r) {
     return Value();
   };
   r.add(std::move(seed));
+
+  // SpeechBrain >= 1.0.2 recipes: `__set_seed: !apply:speechbrain.utils.seed_everything [N]`
+  // (utils/seed.py): a seed outside [0, 2**32 - 1] becomes 0, then every generator is seeded.
+  // `deterministic` asks torch for deterministic kernels; mamba-asr's CPU kernels are, and the
+  // value is kept for the runtime to read.
+  ClassInfo everything;
+  everything.name = "speechbrain.utils.seed_everything";
+  everything.aliases = {"speechbrain.utils.seed.seed_everything"};
+  everything.kind = kFunction;
+  everything.summary = "seeds the random number generators (SpeechBrain >= 1.0.2)";
+  everything.params = {"seed", "verbose", "deterministic"};
+  everything.apply = [](const Args& args) {
+    record_manual_seed(seed_everything_value(args.get_int("seed", 0)));
+    return Value();
+  };
+  r.add(std::move(everything));
+}
+
+int64_t seed_everything_value(int64_t seed) {
+  constexpr int64_t kMaxSeed = 4294967295;  // 2**32 - 1, numpy's bound
+  return seed < 0 || seed > kMaxSeed ? 0 : seed;
 }
 
 void record_manual_seed(int64_t seed) {

@@ -117,6 +117,9 @@ void register_builtin_classes(Registry& registry);
 // `!apply:torch.manual_seed [N]` records N here (the hparams engine does not link LibTorch); the
 // runtime seeds every generator from it (runtime/registration.h replaces the entry to seed torch).
 void record_manual_seed(int64_t seed);
+// The seed `speechbrain.utils.seed_everything(seed)` uses: `seed` itself, or 0 when it is outside
+// [0, 2**32 - 1] (SpeechBrain's bound, numpy's).
+int64_t seed_everything_value(int64_t seed);
 std::optional<int64_t> requested_manual_seed();
 
 }  // namespace masr::hparams

@@ -9,7 +9,7 @@ namespace masr::models {
 
 ConformerEncoderLayerImpl::ConformerEncoderLayerImpl(const ConformerConfig& c) {
   mha_layer =
-      register_module("mha_layer", nn::RelPosMHAXL(c.d_model, c.nhead, c.dropout, c.causal));
+      nn::SelfAttention(*this, "mha_layer", c.attention, c.d_model, c.nhead, c.dropout, c.causal);
   register_macaron(c.d_model, c.d_ffn, c.kernel_size, c.bias, c.activation, c.dropout, c.causal);
 }
 
@@ -18,7 +18,7 @@ at::Tensor ConformerEncoderLayerImpl::forward(const at::Tensor& input, const at:
                                               const at::Tensor& attn_mask,
                                               const at::Tensor& key_padding_mask) {
   return macaron(input, lengths, [&](const at::Tensor& x) {
-    return mha_layer->forward(x, pos_embs, attn_mask, key_padding_mask);
+    return mha_layer.forward(x, pos_embs, attn_mask, key_padding_mask);
   });
 }
 
@@ -30,7 +30,9 @@ ConformerEncoder::ConformerEncoder(const ConformerConfig& c) : config(c) {
 
 at::Tensor ConformerEncoder::forward(const at::Tensor& x, const at::Tensor& lengths) {
   const int64_t T = x.size(1);
-  const at::Tensor pos_embs = nn::relative_positional_encoding(T, config.d_model, x.options());
+  const at::Tensor pos_embs = config.attention == nn::AttentionType::kRelPosMHAXL
+                                  ? nn::relative_positional_encoding(T, config.d_model, x.options())
+                                  : at::Tensor();
   const at::Tensor attn_mask = config.causal ? nn::lookahead_mask(T, x.device()) : at::Tensor();
   const at::Tensor padding =
       lengths.defined() ? nn::padding_mask(lengths.to(x.device()), T) : at::Tensor();

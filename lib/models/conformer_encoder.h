@@ -1,6 +1,7 @@
 // lib/models/conformer_encoder.h
-// SpeechBrain v1.0's Conformer encoder (lobes/models/transformer/Conformer.py) with RelPosMHAXL
-// self-attention, Swish activations and the LayerNorm convolution module.
+// SpeechBrain's Conformer encoder (lobes/models/transformer/Conformer.py) with RelPosMHAXL,
+// RoPEMHA or torch multi-head self-attention, Swish activations and the LayerNorm convolution
+// module.
 #pragma once
 
 #include "models/encoder.h"
@@ -21,6 +22,7 @@ struct ConformerConfig {
   nn::Activation activation = nn::Activation::kSwish;  // conformer_activation upstream
   bool bias = true;
   bool causal = false;
+  nn::AttentionType attention = nn::AttentionType::kRelPosMHAXL;
 };
 
 // x <- x + FFN1(x)/2; x <- x + MHA(LN1(x)); x <- x + Conv(x); x <- LN2(x + FFN2(x)/2).
@@ -29,7 +31,7 @@ struct ConformerEncoderLayerImpl : nn::MacaronLayerBase {
   explicit ConformerEncoderLayerImpl(const ConformerConfig& config);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& lengths, const at::Tensor& pos_embs,
                      const at::Tensor& attn_mask, const at::Tensor& key_padding_mask);
-  nn::RelPosMHAXL mha_layer{nullptr};
+  nn::SelfAttention mha_layer;
 };
 TORCH_MODULE(ConformerEncoderLayer);
 

@@ -60,17 +60,14 @@ std::shared_ptr<hparams::Object> build_frontend(const Args& args) {
   c.dilations = int_list(args, "dilations", std::vector<int64_t>(blocks, 1));
   for (auto* list : {&c.out_channels, &c.kernel_sizes, &c.strides, &c.dilations})
     list->resize(blocks, list->empty() ? 1 : list->back());
+  // SpeechBrain's default is a residual connection in every block.
   const Value* residuals = args.find("residuals");
-  const bool any_residual = residuals == nullptr ? true : [&] {
-    for (const auto& r : residuals->items())
-      if (r.as_bool()) return true;
-    return false;
-  }();
-  if (any_residual) {
-    throw_config_error("hparams: " + args.origin() +
-                       " residual conv blocks are not supported; "
-                       "set residuals to False for every block");
+  if (residuals == nullptr || residuals->is_null()) {
+    c.residuals.assign(blocks, true);
+  } else {
+    for (const auto& r : residuals->items()) c.residuals.push_back(r.as_bool());
   }
+  c.residuals.resize(blocks, c.residuals.empty() ? true : c.residuals.back());
   if (activation_arg(args, "activation", nn::Activation::kLeakyRelu) !=
       nn::Activation::kLeakyRelu) {
     throw_config_error("hparams: " + args.origin() +
@@ -139,6 +136,15 @@ std::shared_ptr<hparams::Object> build_transformer_asr(const Args& args) {
   c.attention_type = args.get_string("attention_type", "regularMHA");
   c.max_length = args.get_int("max_length", 2500);
   c.causal = args.get_bool("causal", true);
+  c.csgu_linear_units = args.get_int("csgu_linear_units", 3072);
+  c.use_linear_after_conv = args.get_bool("use_linear_after_conv", false);
+  if (const Value* gate = args.find("gate_activation");
+      gate != nullptr && !gate->is_null() &&
+      !(gate->type() == Value::Type::kFactory &&
+        gate->partial()->info->name == "torch.nn.Identity")) {
+    throw_config_error("hparams: " + args.origin() +
+                       " gate_activation: only torch.nn.Identity (the default) is supported");
+  }
   read_mamba_config(args, c);
   if (c.encoder_module == "conmamba" || c.decoder_module == "mamba") {
     if (args.find("mamba_config") == nullptr) {
@@ -208,17 +214,22 @@ std::shared_ptr<hparams::Object> build_module_list(const Args& args) {
   return std::make_shared<ModuleObject>(list);
 }
 
-// `!apply:torch.manual_seed [N]`: seeds LibTorch's generators (CPU and CUDA) at load time, as
-// SpeechBrain does before any object with parameters is built, and records N for the runtime.
+// `!apply:torch.manual_seed [N]` and `!apply:speechbrain.utils.seed_everything [N]`: seed
+// LibTorch's generators (CPU and CUDA) at load time, as SpeechBrain does before any object with
+// parameters is built, and record the seed for the runtime.
 void register_seed(hparams::Registry& registry) {
-  hparams::ClassInfo seed = *registry.find("torch.manual_seed");
-  seed.apply = [](const hparams::Args& args) {
-    const int64_t value = args.get("seed").as_int();
-    hparams::record_manual_seed(value);
-    at::manual_seed(static_cast<uint64_t>(value));
-    return hparams::Value();
+  auto seeding = [&registry](const std::string& name, int64_t (*value_of)(int64_t)) {
+    hparams::ClassInfo info = *registry.find(name);
+    info.apply = [value_of](const hparams::Args& args) {
+      const int64_t value = value_of(args.get_int("seed", 0));
+      hparams::record_manual_seed(value);
+      at::manual_seed(static_cast<uint64_t>(value));
+      return hparams::Value();
+    };
+    registry.add(std::move(info));
   };
-  registry.add(std::move(seed));
+  seeding("torch.manual_seed", [](int64_t seed) { return seed; });
+  seeding("speechbrain.utils.seed_everything", hparams::seed_everything_value);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "models/transformer_asr.h"
 
 #include "core/error.h"
+#include "models/branchformer_encoder.h"
 #include "models/conformer_encoder.h"
 #include "models/conmamba_encoder.h"
 #include "models/mamba_decoder.h"
@@ -14,17 +15,21 @@ namespace masr::models {
 void TransformerASRConfig::validate() const {
   const std::string where = "TransformerASR: ";
   if (encoder_module != "transformer" && encoder_module != "conformer" &&
-      encoder_module != "conmamba") {
+      encoder_module != "conmamba" && encoder_module != "branchformer") {
     throw_config_error(where + "encoder_module '" + encoder_module +
-                       "' is not supported; expected transformer, conformer or conmamba");
+                       "' is not supported; expected transformer, conformer, branchformer or "
+                       "conmamba");
   }
   if (decoder_module != "transformer" && decoder_module != "mamba") {
     throw_config_error(where + "decoder_module '" + decoder_module +
                        "' is not supported; expected transformer or mamba");
   }
-  if (attention_type != "regularMHA" && attention_type != "RelPosMHAXL") {
-    throw_config_error(where + "attention_type '" + attention_type +
-                       "' is not supported; expected regularMHA or RelPosMHAXL");
+  const auto attention = nn::attention_type_from_name(attention_type, where);
+  if (encoder_module == "branchformer" && attention == nn::AttentionType::kRoPEMHA) {
+    // SpeechBrain's BranchformerEncoderLayer builds no attention for it (an AttributeError).
+    throw_config_error(where +
+                       "the branchformer encoder takes attention_type regularMHA or RelPosMHAXL, "
+                       "not RoPEMHA");
   }
   if (num_encoder_layers <= 0) {
     throw_config_error(where + "num_encoder_layers must be > 0, got " +
@@ -41,7 +46,7 @@ void TransformerASRConfig::validate() const {
     throw_config_error(where + "d_model " + std::to_string(d_model) +
                        " must be divisible by nhead " + std::to_string(nhead));
   }
-  if ((encoder_module != "transformer") && !normalize_before) {
+  if ((encoder_module == "conformer" || encoder_module == "conmamba") && !normalize_before) {
     throw_config_error(where + "normalize_before must be True for the " + encoder_module +
                        " encoder");
   }
@@ -49,14 +54,19 @@ void TransformerASRConfig::validate() const {
 
 TransformerASRImpl::TransformerASRImpl(const TransformerASRConfig& config) : config_(config) {
   config_.validate();
-  const bool relative = config_.attention_type == "RelPosMHAXL";
-  if (relative) {
-    // RelPosEncXL has no state; the decoder keeps an absolute encoding.
-    decoder_pe_ = register_module("positional_encoding_decoder",
-                                  nn::PositionalEncoding(config_.d_model, config_.max_length));
-  } else if (config_.positional_encoding == "fixed_abs_sine") {
+  // SpeechBrain's TransformerInterface: RelPosMHAXL replaces the absolute encoding by RelPosEncXL
+  // (no state); RoPEMHA keeps it (a buffer the encoder never adds). Both give the decoder its
+  // own absolute encoding.
+  const auto attention = nn::attention_type_from_name(config_.attention_type, "TransformerASR: ");
+  if (attention != nn::AttentionType::kRelPosMHAXL &&
+      config_.positional_encoding == "fixed_abs_sine") {
     positional_encoding_ = register_module(
         "positional_encoding", nn::PositionalEncoding(config_.d_model, config_.max_length));
+  }
+  encoder_adds_pe_ = attention == nn::AttentionType::kRegularMHA && positional_encoding_;
+  if (attention != nn::AttentionType::kRegularMHA) {
+    decoder_pe_ = register_module("positional_encoding_decoder",
+                                  nn::PositionalEncoding(config_.d_model, config_.max_length));
   }
   build_encoder();
   auto src = register_module("custom_src_module", std::make_shared<torch::nn::Module>());
@@ -93,11 +103,25 @@ void TransformerASRImpl::build_encoder() {
                       c.dropout,
                       c.conformer_activation,
                       c.bias,
-                      c.causal};
+                      c.causal,
+                      nn::attention_type_from_name(c.attention_type, "TransformerASR: ")};
     encoder_ = register_module("encoder", std::make_shared<ConformerEncoder>(e));
+  } else if (c.encoder_module == "branchformer") {
+    BranchformerConfig e;
+    e.d_model = c.d_model;
+    e.nhead = c.nhead;
+    e.num_layers = c.num_encoder_layers;
+    e.kernel_size = c.kernel_size;
+    e.dropout = c.dropout;
+    e.activation = c.branchformer_activation;
+    e.attention = nn::attention_type_from_name(c.attention_type, "TransformerASR: ");
+    e.csgu_linear_units = c.csgu_linear_units;
+    e.use_linear_after_conv = c.use_linear_after_conv;
+    encoder_ = register_module("encoder", std::make_shared<BranchformerEncoder>(e));
   } else {
-    const TransformerEncoderConfig e{encoder_stack_of(c), c.causal,
-                                     c.attention_type == "RelPosMHAXL"};
+    const TransformerEncoderConfig e{
+        encoder_stack_of(c), c.causal,
+        nn::attention_type_from_name(c.attention_type, "TransformerASR: ")};
     encoder_ = register_module("encoder", std::make_shared<TransformerEncoder>(e));
   }
 }
@@ -134,7 +158,7 @@ at::Tensor TransformerASRImpl::encode(const at::Tensor& src_in, const at::Tensor
                       std::to_string(src.size(-1)));
   }
   src = src_dropout_->forward(src_linear_->forward(src));
-  if (positional_encoding_) src = src + positional_encoding_->forward(src);
+  if (encoder_adds_pe_) src = src + positional_encoding_->forward(src);
   return encoder_->forward(src, lengths);
 }
 

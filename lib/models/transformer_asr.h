@@ -1,6 +1,7 @@
 // lib/models/transformer_asr.h
 // TransformerASR (xi-j/Mamba-ASR modules/TransformerASR.py, SpeechBrain's TransformerASR): the
-// input projection (custom_src_module), one encoder (ConMamba, Conformer or Transformer) and an
+// input projection (custom_src_module), one encoder (ConMamba, Conformer, Branchformer or
+// Transformer) and an
 // optional decoder (Transformer or Mamba) over embedded targets.
 #pragma once
 
@@ -31,13 +32,15 @@ struct TransformerASRConfig {
   bool normalize_before = false;
   int64_t kernel_size = 31;
   bool bias = true;
-  std::string encoder_module = "transformer";  // transformer | conformer | conmamba
+  std::string encoder_module = "transformer";  // transformer | conformer | conmamba | branchformer
   std::string decoder_module = "transformer";  // transformer | mamba
-  std::string attention_type = "regularMHA";   // regularMHA | RelPosMHAXL
+  std::string attention_type = "regularMHA";   // regularMHA | RelPosMHAXL | RoPEMHA
   int64_t max_length = 2500;
   bool causal = false;
   bool bidirectional = true;  // mamba_config[bidirectional]
   nn::MambaConfig mamba;
+  int64_t csgu_linear_units = 3072;  // Branchformer's gating MLP
+  bool use_linear_after_conv = false;
 
   // Throws a config error naming the field for unsupported or inconsistent settings.
   void validate() const;
@@ -75,8 +78,9 @@ struct TransformerASRImpl : torch::nn::Module {
   TransformerASRConfig config_;
   nn::SbLinear src_linear_{nullptr};
   torch::nn::Dropout src_dropout_{nullptr};
-  nn::PositionalEncoding positional_encoding_{nullptr};  // absolute PE, when used
-  nn::PositionalEncoding decoder_pe_{nullptr};           // positional_encoding_decoder
+  nn::PositionalEncoding positional_encoding_{nullptr};  // absolute PE, when registered
+  bool encoder_adds_pe_ = false;  // regularMHA: the encoder's input gets the absolute PE
+  nn::PositionalEncoding decoder_pe_{nullptr};  // positional_encoding_decoder
   std::shared_ptr<Encoder> encoder_;
   std::shared_ptr<Decoder> decoder_;
 };

@@ -9,13 +9,9 @@ namespace masr::models {
 
 TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncoderConfig& c)
     : normalize_before(c.normalize_before) {
-  // Both attention kinds are registered as `self_att`, SpeechBrain's attribute name.
-  if (c.relative_attention) {
-    self_att_rel =
-        register_module("self_att", nn::RelPosMHAXL(c.d_model, c.nhead, c.dropout, c.causal));
-  } else {
-    self_att = register_module("self_att", nn::MultiheadAttention(c.d_model, c.nhead, c.dropout));
-  }
+  // Every attention kind is registered as `self_att`, SpeechBrain's attribute name.
+  self_att =
+      nn::SelfAttention(*this, "self_att", c.attention, c.d_model, c.nhead, c.dropout, c.causal);
   pos_ffn = register_module(
       "pos_ffn", nn::PositionwiseFeedForward(c.d_model, c.d_ffn, c.dropout, c.activation));
   norm1 = register_module("norm1", nn::SbLayerNorm(c.d_model, 1e-6));
@@ -28,9 +24,7 @@ at::Tensor TransformerEncoderLayerImpl::forward(const at::Tensor& src, const at:
                                                 const at::Tensor& key_padding_mask,
                                                 const at::Tensor& pos_embs) {
   const at::Tensor in = normalize_before ? norm1->forward(src) : src;
-  const at::Tensor att = self_att_rel
-                             ? self_att_rel->forward(in, pos_embs, attn_mask, key_padding_mask)
-                             : self_att->forward(in, in, in, attn_mask, key_padding_mask);
+  const at::Tensor att = self_att.forward(in, pos_embs, attn_mask, key_padding_mask);
   at::Tensor x = src + dropout1->forward(att);
   if (!normalize_before) x = norm1->forward(x);
   const at::Tensor ffn_in = normalize_before ? norm2->forward(x) : x;
@@ -55,7 +49,7 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& x, const at::Tensor& le
 at::Tensor TransformerEncoder::forward_masked(const at::Tensor& x, const at::Tensor& attn_mask,
                                               const at::Tensor& key_padding_mask) {
   const at::Tensor pos_embs =
-      config.relative_attention
+      config.attention == nn::AttentionType::kRelPosMHAXL
           ? nn::relative_positional_encoding(x.size(1), config.d_model, x.options())
           : at::Tensor();
   at::Tensor out = x;

@@ -1,6 +1,6 @@
 // lib/models/transformer_encoder.h
 // SpeechBrain v1.0's Transformer encoder (lobes/models/transformer/Transformer.py), pre- or
-// post-LayerNorm, with torch multi-head attention or RelPosMHAXL.
+// post-LayerNorm, with torch multi-head attention, RelPosMHAXL or RoPEMHA.
 #pragma once
 
 #include "models/encoder.h"
@@ -14,16 +14,16 @@ namespace masr::models {
 
 struct TransformerEncoderConfig : TransformerStackConfig {
   bool causal = false;
-  bool relative_attention = false;  // attention_type RelPosMHAXL
+  nn::AttentionType attention = nn::AttentionType::kRegularMHA;
 };
 
-// Keys: self_att (att.* or RelPosMHAXL's), pos_ffn.ffn.*, norm1.norm, norm2.norm (eps 1e-6).
+// Keys: self_att (att.*, RelPosMHAXL's or RoPEMHA's), pos_ffn.ffn.*, norm1.norm, norm2.norm (eps
+// 1e-6).
 struct TransformerEncoderLayerImpl : torch::nn::Module {
   explicit TransformerEncoderLayerImpl(const TransformerEncoderConfig& config);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& attn_mask,
                      const at::Tensor& key_padding_mask, const at::Tensor& pos_embs);
-  nn::MultiheadAttention self_att{nullptr};
-  nn::RelPosMHAXL self_att_rel{nullptr};
+  nn::SelfAttention self_att;
   nn::PositionwiseFeedForward pos_ffn{nullptr};
   nn::SbLayerNorm norm1{nullptr}, norm2{nullptr};
   torch::nn::Dropout dropout1{nullptr}, dropout2{nullptr};

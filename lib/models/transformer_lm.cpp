@@ -24,7 +24,9 @@ TransformerLMImpl::TransformerLMImpl(const TransformerLMConfig& c) : config(c) {
   config.validate();
   positional_encoding =
       register_module("positional_encoding", nn::PositionalEncoding(c.d_model, c.max_len));
-  const TransformerEncoderConfig e{encoder_stack_of(c), c.causal, c.relative_attention};
+  const TransformerEncoderConfig e{
+      encoder_stack_of(c), c.causal,
+      c.relative_attention ? nn::AttentionType::kRelPosMHAXL : nn::AttentionType::kRegularMHA};
   encoder = register_module("encoder", std::make_shared<TransformerEncoder>(e));
   const int64_t d_embedding = c.d_embedding > 0 ? c.d_embedding : c.d_model;
   custom_src_module =
@@ -97,7 +99,7 @@ at::Tensor TransformerLMImpl::step(const at::Tensor& tokens, DecoderState& state
     auto* layer = (*encoder->layers)[i]->as<TransformerEncoderLayerImpl>();
     const bool pre = layer->normalize_before;
     const at::Tensor in = pre ? layer->norm1->forward(x) : x;
-    x = x + state->layers[i].step(*layer->self_att, in, padding);
+    x = x + state->layers[i].step(*layer->self_att.regular, in, padding);
     if (!pre) x = layer->norm1->forward(x);
     const at::Tensor ffn_in = pre ? layer->norm2->forward(x) : x;
     x = x + layer->pos_ffn->forward(ffn_in);

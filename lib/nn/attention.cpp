@@ -116,6 +116,92 @@ at::Tensor RelPosMHAXLImpl::forward(const at::Tensor& x, const at::Tensor& pos_e
   return out_proj->forward(out.transpose(1, 2).contiguous().view({bsz, len, d_model}));
 }
 
+AttentionType attention_type_from_name(const std::string& name, const std::string& where) {
+  if (name == "regularMHA") return AttentionType::kRegularMHA;
+  if (name == "RelPosMHAXL") return AttentionType::kRelPosMHAXL;
+  if (name == "RoPEMHA") return AttentionType::kRoPEMHA;
+  throw_config_error(where + "attention_type '" + name +
+                     "' is not supported; expected regularMHA, RelPosMHAXL or RoPEMHA");
+}
+
+RoPEMHAImpl::RoPEMHAImpl(int64_t d_model_, int64_t nhead_, double dropout_)
+    : d_model(d_model_), nhead(nhead_), head_dim(d_model_ / nhead_), dropout(dropout_) {
+  if (d_model % nhead != 0 || head_dim % 2 != 0) {
+    throw_config_error("RoPEMHA: d_model " + std::to_string(d_model) + " over nhead " +
+                       std::to_string(nhead) + " must give an even head size");
+  }
+  in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * d_model, d_model}));
+  out_proj = register_module("out_proj", torch::nn::Linear(d_model, d_model));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_uniform_(in_proj_weight);
+}
+
+at::Tensor rope_rotate(const at::Tensor& x) {
+  const int64_t length = x.size(1), dim = x.size(3);
+  const auto f32 =
+      x.options().dtype(x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat);
+  const at::Tensor angles = torch::exp(torch::arange(0, dim, 2, f32) * -(std::log(10000.0) / dim));
+  const at::Tensor times_angles = torch::outer(torch::arange(0, length, f32), angles);  // (T, d/2)
+  const at::Tensor cosines =
+      torch::stack({times_angles.cos(), times_angles.cos()}, -1).view({length, 1, dim});
+  const at::Tensor sines = times_angles.sin();
+  // (-sin, +sin) per pair: out[2i] = x[2i] cos - x[2i+1] sin, out[2i+1] = x[2i+1] cos + x[2i] sin.
+  const at::Tensor signed_sines = torch::stack({-sines, sines}, -1).view({length, 1, dim});
+  const at::Tensor swapped =
+      x.reshape({x.size(0), length, x.size(2), dim / 2, 2}).flip(-1).reshape(x.sizes());
+  return x * cosines.to(x.scalar_type()) + swapped * signed_sines.to(x.scalar_type());
+}
+
+at::Tensor RoPEMHAImpl::forward(const at::Tensor& x, const at::Tensor& attn_mask,
+                                const at::Tensor& key_padding_mask) {
+  const int64_t bsz = x.size(0), len = x.size(1);
+  const auto qkv =
+      torch::matmul(x, in_proj_weight.t()).view({bsz, len, nhead, 3 * head_dim}).chunk(3, -1);
+  const at::Tensor q = rope_rotate(qkv[0]).transpose(1, 2);  // (B, H, T, hd)
+  const at::Tensor k = rope_rotate(qkv[1]).transpose(1, 2);
+  at::Tensor score =
+      torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d_model)));
+  const double fill = -std::numeric_limits<double>::infinity();
+  if (attn_mask.defined()) score = score.masked_fill(attn_mask.view({1, 1, len, len}), fill);
+  if (key_padding_mask.defined()) {
+    score = score.masked_fill(key_padding_mask.view({bsz, 1, 1, len}), fill);
+  }
+  score = torch::softmax(score, -1, torch::kFloat).to(x.scalar_type());
+  score = torch::dropout(score, dropout, is_training());
+  const at::Tensor out = torch::matmul(score, qkv[2].transpose(1, 2));  // (B, H, T, hd)
+  return out_proj->forward(out.transpose(1, 2).contiguous().view({bsz, len, d_model}));
+}
+
+SelfAttention::SelfAttention(torch::nn::Module& owner, const std::string& name, AttentionType type_,
+                             int64_t d_model, int64_t nhead, double dropout, bool causal)
+    : type(type_) {
+  switch (type) {
+    case AttentionType::kRegularMHA:
+      regular = owner.register_module(name, MultiheadAttention(d_model, nhead, dropout));
+      break;
+    case AttentionType::kRelPosMHAXL:
+      relative = owner.register_module(name, RelPosMHAXL(d_model, nhead, dropout, causal));
+      break;
+    case AttentionType::kRoPEMHA:
+      rotary = owner.register_module(name, RoPEMHA(d_model, nhead, dropout));
+      break;
+  }
+}
+
+at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& pos_embs,
+                                  const at::Tensor& attn_mask,
+                                  const at::Tensor& key_padding_mask) const {
+  switch (type) {
+    case AttentionType::kRelPosMHAXL:
+      return relative->forward(x, pos_embs, attn_mask, key_padding_mask);
+    case AttentionType::kRoPEMHA:
+      return rotary->forward(x, attn_mask, key_padding_mask);
+    case AttentionType::kRegularMHA:
+      break;
+  }
+  return regular->forward(x, x, x, attn_mask, key_padding_mask);
+}
+
 at::Tensor relative_positional_encoding(int64_t length, int64_t d_model,
                                         const at::TensorOptions& options) {
   const auto f32 = at::TensorOptions().dtype(torch::kFloat);

@@ -82,9 +82,9 @@ ConvolutionFrontEndImpl::ConvolutionFrontEndImpl(const ConvFrontEndConfig& confi
     : config_(config) {
   const size_t blocks = config.out_channels.size();
   if (blocks == 0 || config.kernel_sizes.size() != blocks || config.strides.size() != blocks ||
-      config.dilations.size() != blocks) {
+      config.dilations.size() != blocks || config.residuals.size() != blocks) {
     throw_config_error(
-        "ConvolutionFrontEnd: out_channels, kernel_sizes, strides and dilations "
+        "ConvolutionFrontEnd: out_channels, kernel_sizes, strides, dilations and residuals "
         "need one entry per block (num_blocks " +
         std::to_string(blocks) + ")");
   }
@@ -93,6 +93,7 @@ ConvolutionFrontEndImpl::ConvolutionFrontEndImpl(const ConvFrontEndConfig& confi
     auto block =
         register_module("convblock_" + std::to_string(b), std::make_shared<torch::nn::Module>());
     auto convs = block->register_module("convs", std::make_shared<torch::nn::Module>());
+    const int64_t block_in = channels;
     for (int64_t i = 0; i < config.num_layers_per_block; ++i) {
       const bool last = i == config.num_layers_per_block - 1;
       const int64_t stride = last ? config.strides[b] : 1;
@@ -110,6 +111,16 @@ ConvolutionFrontEndImpl::ConvolutionFrontEndImpl(const ConvFrontEndConfig& confi
           "norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({freq, channels}).eps(1e-5)));
       layers_.push_back(layer);
     }
+    Residual residual;
+    if (config.residuals[b]) {
+      auto reduce = block->register_module("reduce_conv", std::make_shared<torch::nn::Module>());
+      residual.conv = reduce->register_module(
+          "conv", FrontEndConv(block_in, channels, 1, config.strides[b], 1, true));
+      auto norm_holder = reduce->register_module("norm", std::make_shared<torch::nn::Module>());
+      residual.norm = norm_holder->register_module(
+          "norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({freq, channels}).eps(1e-5)));
+    }
+    residuals_.push_back(residual);
   }
   out_freq_ = freq;
   dropout_ = register_module("dropout", torch::nn::Dropout(config.dropout));
@@ -160,16 +171,25 @@ at::Tensor ConvolutionFrontEndImpl::run(const at::Tensor& features, const at::Te
   }
   at::Tensor x = features.unsqueeze(-1);  // (B, T, F, 1)
   at::Tensor valid = lengths != nullptr ? lengths->to(at::kCPU, at::kLong) : at::Tensor();
-  for (auto& layer : layers_) {
-    if (valid.defined()) {
-      x = layer.conv->forward(x, valid);
-      valid = conv_lengths(valid, layer.conv->kernel, layer.conv->stride, layer.conv->dilation);
-    } else {
-      x = layer.conv->forward(x);
+  auto layer = layers_.begin();
+  for (const Residual& residual : residuals_) {
+    const at::Tensor block_in = x;
+    for (int64_t i = 0; i < config_.num_layers_per_block; ++i, ++layer) {
+      if (valid.defined()) {
+        x = layer->conv->forward(x, valid);
+        valid =
+            conv_lengths(valid, layer->conv->kernel, layer->conv->stride, layer->conv->dilation);
+      } else {
+        x = layer->conv->forward(x);
+      }
+      x = layer->norm->forward(x);
+      x = torch::leaky_relu(x, 0.01);
+      x = dropout_->forward(x);
     }
-    x = layer.norm->forward(x);
-    x = torch::leaky_relu(x, 0.01);
-    x = dropout_->forward(x);
+    // A 1x1 convolution reads no neighbour, so padding never reaches it.
+    if (residual.conv) {
+      x = dropout_->forward(x + residual.norm->forward(residual.conv->forward(block_in)));
+    }
   }
   return x;
 }

@@ -1,7 +1,8 @@
 // lib/nn/conv_frontend.h
 // SpeechBrain's ConvolutionFrontEnd (lobes/models/convolution.py): blocks of Conv2d with "same"
 // reflect padding -> LayerNorm over (F, C) -> LeakyReLU(0.01) -> Dropout, downsampling time and
-// frequency by each block's stride.
+// frequency by each block's stride. A residual block adds a strided 1x1 Conv2d + LayerNorm of its
+// input (`reduce_conv`) to its output, then applies dropout again (ConvBlock.forward).
 #pragma once
 
 #include <vector>
@@ -17,6 +18,7 @@ struct ConvFrontEndConfig {
   std::vector<int64_t> kernel_sizes = {3, 3};
   std::vector<int64_t> strides = {2, 2};
   std::vector<int64_t> dilations = {1, 1};
+  std::vector<bool> residuals = {false, false};
   double dropout = 0.1;
   bool conv_bias = true;
 };
@@ -61,9 +63,15 @@ struct ConvolutionFrontEndImpl : torch::nn::Module {
     FrontEndConv conv{nullptr};
     torch::nn::LayerNorm norm{nullptr};
   };
+  // Keys convblock_i.reduce_conv.{conv.conv, norm.norm}.*; null for a plain block.
+  struct Residual {
+    FrontEndConv conv{nullptr};
+    torch::nn::LayerNorm norm{nullptr};
+  };
   at::Tensor run(const at::Tensor& features, const at::Tensor* lengths);
   ConvFrontEndConfig config_;
   std::vector<Layer> layers_;
+  std::vector<Residual> residuals_;  // one per block
   torch::nn::Dropout dropout_{nullptr};
   int64_t out_freq_ = 0;
 };

@@ -104,6 +104,7 @@ AsrTask::AsrTask(const hparams::Hparams& hp) {
   fbank_ = std::shared_ptr<features::Fbank>(fbank, &fbank->fbank);
   normalizer_ = object_at<features::InputNormalizationObject>(hp, "normalize", true)->module.ptr();
   augment_ = object_at<features::Augmentation>(hp, "fea_augment", false);
+  wav_augment_ = object_at<features::Augmentation>(hp, "wav_augment", false);
   cnn_ = module_at<nn::ConvolutionFrontEndImpl>(hp, "CNN", true);
   transformer_ = module_at<models::TransformerASRImpl>(hp, "Transformer", true);
   ctc_lin_ = module_at<nn::SbLinearImpl>(hp, "ctc_lin", true);
@@ -130,19 +131,31 @@ void AsrTask::to(const at::Device& device) {
 ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epoch,
                                at::Generator* generator, const LossOptions& options) {
   ForwardResult r;
+  r.source = torch::arange(batch.wav.size(0), torch::TensorOptions().dtype(torch::kLong));
+  at::Tensor wav = batch.wav;
+  at::Tensor wav_rel = batch.wav_rel_on_host();
+  if (training && wav_augment_ && generator != nullptr) {
+    // SpeechBrain's CTC recipe: `wavs, wav_lens = wav_augment(wavs, wav_lens)` before the
+    // features, and the labels replicated to match (the row map does that here).
+    runtime::AutocastSuspend fp32;
+    profile_phase("wav-augment");
+    features::AugmentBatch augmented = wav_augment_->apply(wav, wav_rel, *generator);
+    wav = augmented.x;
+    wav_rel = host_result(augmented.lengths, "lengths");
+    if (augmented.source.defined()) r.source = host_result(augmented.source, "row map");
+  }
   // Each utterance's own frame count, computed on the host from its sample count exactly as
   // AsrModel::encode_audio does, so that no layer reads its batch partners' padding: the
   // filterbank's dB floor, the front end's reflection and the encoder's lengths all use it.
   // (SpeechBrain's training step instead rounds rel * T of the padded batch at every layer.)
-  const at::Tensor samples = abs_lengths(batch.wav_rel_on_host(), batch.wav.size(1));
+  const at::Tensor samples = abs_lengths(wav_rel, wav.size(1));
   at::Tensor frames = 1 + torch::div(samples, fbank_->config().hop_samples(), "floor");
-  r.source = torch::arange(batch.wav.size(0), torch::TensorOptions().dtype(torch::kLong));
   at::Tensor feats;
   {
     // Float32 features whatever the step's precision (a bf16 filterbank product loses ~0.1 dB).
     runtime::AutocastSuspend fp32;
     profile_phase("features");
-    feats = (*fbank_)(batch.wav.to(device_), frames);
+    feats = (*fbank_)(wav.to(device_), frames);
     // Relative lengths in double: round(rel * T) gives back `frames` exactly.
     r.rel = frames.to(torch::kFloat64) / static_cast<double>(feats.size(1));
     profile_phase("normalize");
@@ -155,7 +168,9 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
       // augmentations draw on the CPU generator and compute lengths on the host, so nothing is
       // read back from the device here.
       r.rel = host_result(augmented.lengths, "lengths");
-      if (augmented.source.defined()) r.source = host_result(augmented.source, "row map");
+      if (augmented.source.defined()) {
+        r.source = r.source.index_select(0, host_result(augmented.source, "row map"));
+      }
     }
   }
   profile_phase("encoder");

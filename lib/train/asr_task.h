@@ -99,7 +99,8 @@ class AsrTask {
   TaskKind kind_ = TaskKind::kCtc;
   std::shared_ptr<features::Fbank> fbank_;
   std::shared_ptr<features::InputNormalizationImpl> normalizer_;
-  std::shared_ptr<const features::Augmentation> augment_;  // null: none
+  std::shared_ptr<const features::Augmentation> augment_;      // fea_augment; null: none
+  std::shared_ptr<const features::Augmentation> wav_augment_;  // wav_augment; null: none
   std::shared_ptr<nn::ConvolutionFrontEndImpl> cnn_;
   std::shared_ptr<models::TransformerASRImpl> transformer_;
   std::shared_ptr<nn::SbLinearImpl> ctc_lin_;

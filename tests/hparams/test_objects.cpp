@@ -119,6 +119,18 @@ TEST_CASE("!apply:torch.manual_seed runs at load time and __ keys are dropped", 
   CHECK(hp.root().entries().size() == 2);
 }
 
+TEST_CASE("!apply:speechbrain.utils.seed_everything seeds as SpeechBrain does", "[hparams]") {
+  const auto hp = load(
+      "seed: 3407\n__set_seed: !apply:speechbrain.utils.seed_everything [!ref <seed>]\nx: 1\n");
+  CHECK(masr::hparams::requested_manual_seed() == 3407);
+  CHECK_FALSE(hp.root().contains("__set_seed"));
+  // Out of numpy's range [0, 2**32 - 1]: SpeechBrain falls back to 0.
+  load("__s: !apply:speechbrain.utils.seed_everything {seed: 4294967296, verbose: False}\n");
+  CHECK(masr::hparams::requested_manual_seed() == 0);
+  load("__s: !apply:speechbrain.utils.seed_everything [7, True, True]\n");
+  CHECK(masr::hparams::requested_manual_seed() == 7);
+}
+
 TEST_CASE("the registry knows the upstream names and proposes close ones", "[hparams]") {
   const Registry& registry = Registry::global();
   for (const char* name :
@@ -152,7 +164,6 @@ TEST_CASE("SpeechBrain's LibriSpeech recipes' collate_fn and Softmax entries loa
       "    apply_log: True\n",
       options);
   CHECK(hp.find("log_softmax") != nullptr);
-  CHECK(load_error("s: !new:speechbrain.nnet.activations.Softmax\n    apply_logs: True\n",
-                   options)
+  CHECK(load_error("s: !new:speechbrain.nnet.activations.Softmax\n    apply_logs: True\n", options)
             .find("apply_logs") != std::string::npos);
 }

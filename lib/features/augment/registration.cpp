@@ -10,6 +10,7 @@
 #include "features/augment/noise.h"
 #include "features/augment/spectrogram_drop.h"
 #include "features/augment/warping.h"
+#include "features/augment/waveform_drop.h"
 
 namespace masr::features {
 namespace {
@@ -107,9 +108,34 @@ std::shared_ptr<hparams::Object> build_add_noise(const Args& args) {
   return with_origin(args, [&] { return std::make_shared<AddNoise>(c); });
 }
 
+std::shared_ptr<hparams::Object> build_drop_freq(const Args& args) {
+  DropFreqConfig c;
+  c.drop_freq_low = args.get_double("drop_freq_low", c.drop_freq_low);
+  c.drop_freq_high = args.get_double("drop_freq_high", c.drop_freq_high);
+  c.drop_freq_count_low = args.get_int("drop_freq_count_low", c.drop_freq_count_low);
+  c.drop_freq_count_high = args.get_int("drop_freq_count_high", c.drop_freq_count_high);
+  c.drop_freq_width = args.get_double("drop_freq_width", c.drop_freq_width);
+  c.epsilon = args.get_double("epsilon", c.epsilon);
+  return with_origin(args, [&] { return std::make_shared<DropFreq>(c); });
+}
+
+std::shared_ptr<hparams::Object> build_drop_chunk(const Args& args) {
+  DropChunkConfig c;
+  c.drop_length_low = args.get_int("drop_length_low", c.drop_length_low);
+  c.drop_length_high = args.get_int("drop_length_high", c.drop_length_high);
+  c.drop_count_low = args.get_int("drop_count_low", c.drop_count_low);
+  c.drop_count_high = args.get_int("drop_count_high", c.drop_count_high);
+  c.drop_start = args.get_int("drop_start", c.drop_start);
+  c.drop_end = optional_int(args, "drop_end");
+  c.noise_factor = args.get_double("noise_factor", c.noise_factor);
+  return with_origin(args, [&] { return std::make_shared<DropChunk>(c); });
+}
+
 }  // namespace
 
 void register_augment_classes(Registry& registry) {
+  registry.implement("speechbrain.augment.time_domain.DropFreq", build_drop_freq);
+  registry.implement("speechbrain.augment.time_domain.DropChunk", build_drop_chunk);
   registry.implement("speechbrain.augment.freq_domain.SpectrogramDrop", build_spectrogram_drop);
   registry.implement("speechbrain.augment.freq_domain.Warping", build_warping);
   registry.implement("speechbrain.augment.augmenter.Augmenter", build_augmenter);
