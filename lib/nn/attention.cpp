@@ -190,7 +190,7 @@ SelfAttention::SelfAttention(torch::nn::Module& owner, const std::string& name, 
 
 at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& pos_embs,
                                   const at::Tensor& attn_mask,
-                                  const at::Tensor& key_padding_mask) const {
+                                  const at::Tensor& key_padding_mask) {
   switch (type) {
     case AttentionType::kRelPosMHAXL:
       return relative->forward(x, pos_embs, attn_mask, key_padding_mask);

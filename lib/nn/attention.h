@@ -76,7 +76,7 @@ struct SelfAttention {
                 int64_t d_model, int64_t nhead, double dropout, bool causal);
   // x: (B, T, d); pos_embs: RelPosEncXL's (1, 2T-1, d), read only by RelPosMHAXL.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& pos_embs, const at::Tensor& attn_mask,
-                     const at::Tensor& key_padding_mask) const;
+                     const at::Tensor& key_padding_mask);
   AttentionType type = AttentionType::kRegularMHA;
   MultiheadAttention regular{nullptr};
   RelPosMHAXL relative{nullptr};

@@ -172,7 +172,7 @@ at::Tensor ConvolutionFrontEndImpl::run(const at::Tensor& features, const at::Te
   at::Tensor x = features.unsqueeze(-1);  // (B, T, F, 1)
   at::Tensor valid = lengths != nullptr ? lengths->to(at::kCPU, at::kLong) : at::Tensor();
   auto layer = layers_.begin();
-  for (const Residual& residual : residuals_) {
+  for (Residual& residual : residuals_) {
     const at::Tensor block_in = x;
     for (int64_t i = 0; i < config_.num_layers_per_block; ++i, ++layer) {
       if (valid.defined()) {

@@ -68,6 +68,26 @@ TEST_CASE("hparams build a TransformerASR whose ModuleList counts every member",
   CHECK(summary(hp, "model") == masr::models::with_thousands(total) + " parameters");
 }
 
+TEST_CASE("a residual front-end block adds SpeechBrain's reduce_conv", "[models]") {
+  std::string text = kTinyAsr;
+  const std::string plain = "residuals: (False, False)";
+  const auto at = text.find(plain);
+  REQUIRE(at != std::string::npos);
+  const auto cnn_of = [](const masr::hparams::Hparams& hp) {
+    return masr::models::module_of(hp["CNN"]);
+  };
+  const auto plain_cnn = cnn_of(load(text));
+  const auto residual_cnn = cnn_of(load(text.replace(at, plain.size(), "residuals: (True, False)")));
+  // Block 0 only: a 1x1 Conv2d 1 -> 64 with bias (128) and a LayerNorm over (40 bins, 64
+  // channels) after the stride-2 block (2 x 2560).
+  CHECK(masr::nn::count_parameters(*residual_cnn) ==
+        masr::nn::count_parameters(*plain_cnn) + 128 + 5120);
+  const auto params = residual_cnn->named_parameters();
+  CHECK(params.contains("convblock_0.reduce_conv.conv.conv.weight"));
+  CHECK(params.contains("convblock_0.reduce_conv.norm.norm.bias"));
+  CHECK_FALSE(params.contains("convblock_1.reduce_conv.conv.conv.weight"));
+}
+
 TEST_CASE("model builders reject unsupported arguments with the file and key", "[models]") {
   std::string text = kTinyAsr;
   auto replaced = [&](const std::string& from, const std::string& to) {
@@ -76,9 +96,6 @@ TEST_CASE("model builders reject unsupported arguments with the file and key", "
     REQUIRE(at != std::string::npos);
     return t.replace(at, from.size(), to);
   };
-  CHECK_THROWS_WITH(
-      load(replaced("residuals: (False, False)", "residuals: (True, False)")),
-      Catch::Contains("residual conv blocks are not supported") && Catch::Contains("test.yaml"));
   CHECK_THROWS_WITH(load(replaced("d_conv: 4,", "d_conv: 4, foo: 1,")),
                     Catch::Contains("mamba_config has the unknown key 'foo'"));
   CHECK_THROWS_WITH(load(replaced("    mamba_config: !ref <mamba_config>\n", "")),

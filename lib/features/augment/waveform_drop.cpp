@@ -21,7 +21,7 @@ void require(bool ok, const std::string& message) {
 }
 
 // sin(x) / x with 1 at the middle tap (x is 0 there).
-at::Tensor sinc(const at::Tensor& x) {
+at::Tensor speechbrain_sinc(const at::Tensor& x) {
   const int64_t pad = x.size(0) / 2;
   const at::Tensor before = x.narrow(0, 0, pad), after = x.narrow(0, pad + 1, pad);
   return torch::cat(
@@ -61,9 +61,9 @@ at::Tensor DropFreq::notch_filter(double frequency, int64_t filter_width, double
   // SpeechBrain adds the width to the (float32) frequency, then takes it off again.
   const at::Tensor notch = torch::scalar_tensor(frequency, f32) + notch_width;
   const at::Tensor window = torch::blackman_window(filter_width, f32);
-  at::Tensor low = sinc(3 * (notch - notch_width) * inputs) * window;
+  at::Tensor low = speechbrain_sinc(3 * (notch - notch_width) * inputs) * window;
   low = low / low.sum();
-  at::Tensor high = sinc(3 * (notch + notch_width) * inputs) * window;
+  at::Tensor high = speechbrain_sinc(3 * (notch + notch_width) * inputs) * window;
   high = high / -high.sum();
   high[pad] += 1;
   return low + high;
