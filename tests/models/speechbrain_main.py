@@ -160,5 +160,5 @@ def load_blocks(path, overrides, drop):
 # Blocks that build objects no forward pass or parameter count needs.
 DROP = {"tokenizer", "ctc_scorer", "transformerlm_scorer", "scorer_test_search", "scorer",
         "scorer_valid_search", "valid_search", "test_search", "checkpointer", "epoch_counter",
-        "train_logger", "error_rate_computer", "acc_computer", "cer_computer", "pretrainer",
-        "lm_model", "test_searcher", "kenlm_model_path", "test_beam_search"}
+        "train_logger", "error_rate_computer", "acc_computer", "cer_computer", "wer_computer",
+        "pretrainer", "lm_model", "test_searcher", "kenlm_model_path", "test_beam_search"}
