@@ -127,6 +127,23 @@ TEST_CASE("upstream parity: Transformer encoder + Transformer decoder", "[checkp
   check_asr_parity("transformer_s2s");
 }
 
+// SpeechBrain's own recipes of its current main (tests/fixtures/speechbrain/SOURCE.md), written
+// by SpeechBrain's classes (make_speechbrain_fixtures.py): the kinds Mamba-ASR's files do not use.
+TEST_CASE("upstream parity: SpeechBrain's RoPE Conformer and residual-front-end Transformer",
+          "[checkpoint][speechbrain]") {
+  check_asr_parity("sb_conformer_rope_s2s");
+  check_asr_parity("sb_transformer_residual_s2s");
+}
+
+TEST_CASE("upstream parity: SpeechBrain's Branchformer, S2S and CTC", "[checkpoint][speechbrain]") {
+  check_asr_parity("sb_branchformer_s2s");
+  check_asr_parity("sb_branchformer_ctc");
+}
+
+TEST_CASE("upstream parity: SpeechBrain's CTC Conformer", "[checkpoint][speechbrain]") {
+  check_asr_parity("sb_conformer_ctc");
+}
+
 TEST_CASE("upstream parity: SpeechBrain TransformerLM", "[checkpoint]") {
   const Fixture f = fixture("transformer_lm");
   const auto lm =
