@@ -65,6 +65,7 @@ std::shared_ptr<hparams::Object> build_frontend(const Args& args) {
   if (residuals == nullptr || residuals->is_null()) {
     c.residuals.assign(blocks, true);
   } else {
+    c.residuals.clear();  // ConvFrontEndConfig's default holds two entries
     for (const auto& r : residuals->items()) c.residuals.push_back(r.as_bool());
   }
   c.residuals.resize(blocks, c.residuals.empty() ? true : c.residuals.back());
