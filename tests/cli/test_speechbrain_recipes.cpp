@@ -5,8 +5,6 @@
 // parameter count SpeechBrain's own classes give it (param_counts.tsv, written by
 // make_param_counts.py from the upstream code). Files outside those families fail with an
 // error that names the families mamba-asr loads.
-// Hidden ([.]) until param_counts.tsv has been generated (make_param_counts.py); then the tag
-// goes, so the default ctest runs it.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -59,7 +57,7 @@ masr::testing::CliResult dry_run(const std::string& file) {
 }  // namespace
 
 TEST_CASE("SpeechBrain's LibriSpeech recipes load with SpeechBrain's parameter counts",
-          "[.][cli][speechbrain]") {
+          "[cli][speechbrain]") {
   const auto counts = upstream_counts();
   REQUIRE(counts.size() >= 12);
   for (const auto& [file, count] : counts) {
@@ -73,7 +71,7 @@ TEST_CASE("SpeechBrain's LibriSpeech recipes load with SpeechBrain's parameter c
 }
 
 TEST_CASE("SpeechBrain recipes outside the supported families say which ones load",
-          "[.][cli][speechbrain]") {
+          "[cli][speechbrain]") {
   for (const char* file : {"main/ASR/CTC/hparams/train_hf_wav2vec.yaml",
                            "main/ASR/seq2seq/hparams/train_BPE_1000.yaml",
                            "main/ASR/transformer/hparams/speechllm_e2e.yaml"}) {
