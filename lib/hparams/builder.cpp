@@ -169,9 +169,12 @@ class Builder {
     for (const auto& close : registry_.closest(name)) {
       suggestions += (suggestions.empty() ? "" : ", ") + close;
     }
+    // A SpeechBrain class outside every supported family: say which families load.
+    const std::string families =
+        starts_with(name, "speechbrain.") ? std::string(" ") + kSupportedFamilies : "";
     throw_config_error("hparams: " + node.where.str() + ": '" + key + "': unknown class '" + name +
                        "'. Closest registered names: " + suggestions +
-                       ". (`mamba-asr train --list-classes` lists all.)");
+                       ". (`mamba-asr train --list-classes` lists all.)" + families);
   }
 
   Args collect_args(const Node& node, const std::string& key, const std::string& callee) {

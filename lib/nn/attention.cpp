@@ -120,8 +120,15 @@ AttentionType attention_type_from_name(const std::string& name, const std::strin
   if (name == "regularMHA") return AttentionType::kRegularMHA;
   if (name == "RelPosMHAXL") return AttentionType::kRelPosMHAXL;
   if (name == "RoPEMHA") return AttentionType::kRoPEMHA;
+  // SpeechBrain's HyperMixing recipes (hyperconformer_*, hyperbranchformer_*) stop here.
+  const std::string family =
+      name == "hypermixing"
+          ? " (SpeechBrain's HyperConformer and HyperBranchformer recipes are not supported "
+            "recipe families: the Conformer, Transformer and Branchformer encoder-decoders with "
+            "regularMHA, RelPosMHAXL or RoPEMHA attention are)"
+          : "";
   throw_config_error(where + "attention_type '" + name +
-                     "' is not supported; expected regularMHA, RelPosMHAXL or RoPEMHA");
+                     "' is not supported; expected regularMHA, RelPosMHAXL or RoPEMHA" + family);
 }
 
 RoPEMHAImpl::RoPEMHAImpl(int64_t d_model_, int64_t nhead_, double dropout_)
