@@ -73,11 +73,16 @@ TEST_CASE("SpeechBrain's LibriSpeech recipes load with SpeechBrain's parameter c
 TEST_CASE("SpeechBrain recipes outside the supported families say which ones load",
           "[cli][speechbrain]") {
   for (const char* file : {"main/ASR/CTC/hparams/train_hf_wav2vec.yaml",
+                           "main/ASR/CTC/hparams/train_sb_wav2vec.yaml",
                            "main/ASR/seq2seq/hparams/train_BPE_1000.yaml",
-                           "main/ASR/transformer/hparams/speechllm_e2e.yaml"}) {
+                           "main/LM/hparams/RNNLM.yaml"}) {
     INFO(file);
     const auto r = dry_run(file);
     CHECK(r.code != 0);
     CHECK_THAT(r.output, Catch::Contains("supported SpeechBrain recipe families"));
   }
+  const auto hyper = dry_run("v1.0.0/ASR/transformer/hparams/hyperconformer_8M.yaml");
+  CHECK(hyper.code != 0);
+  CHECK_THAT(hyper.output, Catch::Contains("HyperConformer and HyperBranchformer recipes are not "
+                                           "supported"));
 }
