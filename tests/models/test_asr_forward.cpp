@@ -180,8 +180,8 @@ TEST_CASE("RelPosEncXL: relative positions T-1 .. -(T-1), sines shared by past a
 }
 
 TEST_CASE("bad model configurations name the setting at fault", "[models]") {
-  auto c = tiny("branchformer", "transformer");
-  CHECK_THROWS_WITH(TransformerASR(c), Catch::Contains("encoder_module 'branchformer'"));
+  auto c = tiny("hyperconformer", "transformer");  // no such encoder (the Branchformer is one now)
+  CHECK_THROWS_WITH(TransformerASR(c), Catch::Contains("encoder_module 'hyperconformer'"));
   c = tiny("conmamba", "rnn");
   CHECK_THROWS_WITH(TransformerASR(c), Catch::Contains("decoder_module 'rnn'"));
   c = tiny("conformer", "transformer");
