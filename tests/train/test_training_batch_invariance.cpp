@@ -82,16 +82,35 @@ struct LossAndGrads {
 // A summed training loss of a padded batch; backward() is run by measure().
 using ForwardFn = std::function<at::Tensor(const AsrBatch&)>;
 
-LossAndGrads measure(const ForwardFn& forward, const std::vector<at::Tensor>& params,
-                     const std::vector<Utterance>& items) {
+LossAndGrads measure_batch(const ForwardFn& forward, const std::vector<at::Tensor>& params,
+                           const AsrBatch& batch) {
   for (auto p : params) p.mutable_grad() = at::Tensor();
-  const at::Tensor loss = forward(make_batch(items, 1, 2));
+  const at::Tensor loss = forward(batch);
   loss.backward();
   LossAndGrads out;
   out.loss = loss.item<double>();
   for (const auto& p : params)
     out.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   return out;
+}
+
+LossAndGrads measure(const ForwardFn& forward, const std::vector<at::Tensor>& params,
+                     const std::vector<Utterance>& items) {
+  return measure_batch(forward, params, make_batch(items, 1, 2));
+}
+
+// The largest |got - expected| of any gradient, relative to the larger of both tensors' largest
+// |entry| (so a gradient that only one side has is caught as well).
+double largest_relative_difference(const std::vector<at::Tensor>& got,
+                                   const std::vector<at::Tensor>& expected) {
+  double diff = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double scale = std::max(expected[i].abs().max().item<double>(),
+                                  got[i].abs().max().item<double>());
+    if (scale == 0.0) continue;
+    diff = std::max(diff, (got[i] - expected[i]).abs().max().item<double>() / scale);
+  }
+  return diff;
 }
 
 // Checks [a, b] and [b, a] against [a] + [b] (relative differences in the messages).
@@ -105,16 +124,10 @@ void check_sums(const ForwardFn& forward, const std::vector<at::Tensor>& params,
     const LossAndGrads together = measure(forward, params, order);
     const double sum = alone_a.loss + alone_b.loss;
     const double loss_diff = std::abs(together.loss - sum) / std::abs(sum);
-    double grad_diff = 0.0;
-    for (size_t i = 0; i < together.grads.size(); ++i) {
-      const at::Tensor expected = alone_a.grads[i] + alone_b.grads[i];
-      // The larger of both: a gradient that only the batch gives is caught as well.
-      const double scale = std::max(expected.abs().max().item<double>(),
-                                    together.grads[i].abs().max().item<double>());
-      if (scale == 0.0) continue;
-      grad_diff =
-          std::max(grad_diff, (together.grads[i] - expected).abs().max().item<double>() / scale);
-    }
+    std::vector<at::Tensor> expected;
+    for (size_t i = 0; i < together.grads.size(); ++i)
+      expected.push_back(alone_a.grads[i] + alone_b.grads[i]);
+    const double grad_diff = largest_relative_difference(together.grads, expected);
     INFO("loss " << together.loss << " vs " << sum << ": relative difference " << loss_diff
                  << "; largest relative gradient difference " << grad_diff);
     CHECK(loss_diff < kLossTolerance);
@@ -268,19 +281,13 @@ TEST_CASE("training on the shape grid: the same loss and gradients as without", 
     config.bos_index = 1;
     config.eos_index = 2;
     config.pad_index = 0;
-    const auto params = task.parameters();
+    const ForwardFn forward = [&](const AsrBatch& batch) {
+      return task.forward(batch, /*training=*/true, /*epoch=*/100, nullptr, options).loss;
+    };
     auto run = [&](bool grid) {
       config.recurring_shapes = grid;
       const AsrBatch batch = masr::train::collate({item(a, "a"), item(b, "b")}, 16000, config);
-      for (auto p : params) p.mutable_grad() = at::Tensor();
-      const at::Tensor loss =
-          task.forward(batch, /*training=*/true, /*epoch=*/100, nullptr, options).loss;
-      loss.backward();
-      LossAndGrads out;
-      out.loss = loss.item<double>();
-      for (const auto& p : params)
-        out.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-      return std::make_pair(out, batch);
+      return std::make_pair(measure_batch(forward, task.parameters(), batch), batch);
     };
     const auto [plain, plain_batch] = run(false);
     const auto [grid, grid_batch] = run(true);
@@ -291,14 +298,7 @@ TEST_CASE("training on the shape grid: the same loss and gradients as without", 
     CHECK(grid_batch.tokens_bos.size(1) == 16);
     CHECK(plain.loss > 0.0);
     CHECK(std::abs(grid.loss - plain.loss) / plain.loss < kLossTolerance);
-    double grad_diff = 0.0;
-    for (size_t i = 0; i < plain.grads.size(); ++i) {
-      const double scale = std::max(plain.grads[i].abs().max().item<double>(),
-                                    grid.grads[i].abs().max().item<double>());
-      if (scale == 0.0) continue;
-      grad_diff = std::max(grad_diff,
-                           (grid.grads[i] - plain.grads[i]).abs().max().item<double>() / scale);
-    }
+    const double grad_diff = largest_relative_difference(grid.grads, plain.grads);
     INFO("largest relative gradient difference " << grad_diff);
     CHECK(grad_diff < kGradTolerance);
   }
