@@ -11,6 +11,7 @@
 #   step      bench train-step --profile vs ref_train_step.py: ConMamba-L S2S bf16 16 x 30 s as
 #             A/B pairs (PAIRS, default 2), then ConMamba-S S2S and ConMamba-L CTC once each
 #   stepL     the ConMamba-L S2S pairs alone (stepSC: the other two models, one pair each)
+#   stepab    the ConMamba-L S2S step of this tree against .base's binary, PAIRS pairs
 #   parity    fp32 losses of 20 steps from the reference's initial weights and batch, no dropout
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
@@ -21,7 +22,8 @@
 #             LibriSpeech-like length, 16 s on average: bench/make_benchdata.sh) and its shape
 #   loader    bench loader on .benchdata's Opus files, 1-16 workers
 #   ckpt      the ConMamba-L S2S step with and without --activation-checkpointing
-#   trace     a Kineto trace of 3 ConMamba-L S2S bf16 steps, summarized by kernel
+#   trace     a Kineto trace of 3 ConMamba-L S2S bf16 steps, summarized by kernel, with the
+#             operators that launch the tensor copies
 #   reftrace  the same Kineto trace of the reference's step (bench/ref_trace.py), summarized
 #   scale     data-parallel scaling on $DATA (default .ddpdata: train_long.csv + valid.csv from
 #             bench/make_benchdata.sh) listed COPIES times: the runs of SCALE_RUNS, each
@@ -120,6 +122,17 @@ stage_stepL() {
     ours_step "ours-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
   done
   grep -A40 'train-step profile' "$OUT/ours-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+}
+
+# The ConMamba-L S2S step of this tree's binary against .base's (the code before a change), in
+# PAIRS alternating pairs.
+stage_stepab() {
+  local i
+  for i in $(seq 1 "$PAIRS"); do
+    BIN=$BIN_BASE ours_step "base-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
+    ours_step "new-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
+  done
+  grep -A40 'train-step profile' "$OUT/new-s2s-L-1.err" | tee -a "$OUT/summary.txt"
 }
 
 stage_stepSC() {  # ConMamba-S S2S and ConMamba-L CTC, one pair each
@@ -222,6 +235,7 @@ stage_trace() {
     > "$OUT/trace-step.txt" 2>&1
   python3 bench/trace_summary.py /tmp/trace.json 3 45 > "$OUT/trace-summary.txt"
   head -60 "$OUT/trace-summary.txt" | cut -c1-170
+  sed -n '/^Kernels matching/,$p' "$OUT/trace-summary.txt" | cut -c1-300
   cp /tmp/trace.json.profile.json "$OUT/trace-profile.json"
   python3 -c "
 import json; j = json.load(open('/tmp/trace.json.profile.json'))
@@ -261,7 +275,7 @@ stage_stepshapelong() {  # the synthetic step at the joined corpus's batch shape
 
 # Data-parallel scaling (stage scale): one run = one `train` of one epoch on the DATA corpus.
 scale_run() {  # name binary nproc|2x2
-  local name=$1 bin=$2 layout=$3 data=$PWD/${DATA:-.ddpdata} out=/tmp/scale/$1
+  local name=$1 bin=$2 layout=$3 data=/tmp/scaledata out=/tmp/scale/$1
   rm -rf "$out"; mkdir -p /tmp/scale
   local args=(--device cuda train hparams/S2S/conmamba_large.yaml --data_folder "$data"
     --output_folder "$out" --train_csv /tmp/scale_train.csv --valid_csv "$data/valid.csv"
@@ -305,7 +319,9 @@ scale_run() {  # name binary nproc|2x2
 }
 
 stage_scale() {
-  local data=${DATA:-.ddpdata}
+  # A copy outside the tree: a later call's transfer replaces the carried folders.
+  local data=/tmp/scaledata
+  rm -rf "$data"; cp -r "${DATA:-.ddpdata}" "$data"
   awk -F, -v k="${COPIES:-30}" 'NR==1{print;next}{for(i=0;i<k;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
     "$data/train_long.csv" > /tmp/scale_train.csv
   summary "scale corpus: $(($(wc -l < /tmp/scale_train.csv) - 1)) rows ($(($(wc -l < "$data/train_long.csv") - 1)) distinct x ${COPIES:-30}), $(awk -F, 'NR>1{s+=$2}END{printf "%.1f h", s/3600}' /tmp/scale_train.csv); $(nproc) CPUs"

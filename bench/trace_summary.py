@@ -71,3 +71,50 @@ if ops:
     print(f"\nCPU operators (inclusive time, nested ops counted in each): top 15 per step")
     for name, (dur, n) in sorted(top_ops.items(), key=lambda kv: -kv[1][0])[:15]:
         print(f"{dur / steps / 1e3:8.3f} {n / steps:7.0f}  {name[:120]}")
+
+# Which operators launch the kernels whose names match ATTRIBUTE (default: the tensor copies):
+# each kernel's launch (cuda_runtime event, same correlation id) lies inside a stack of CPU
+# operators on its thread; kernels are grouped by the innermost DEPTH operators of that stack
+# with their input shapes (recorded when the trace was taken with shapes).
+attribute = re.compile(sys.argv[4] if len(sys.argv) > 4 else r"copy|_to_copy|nchwToNhwc|transpose")
+depth = int(sys.argv[5]) if len(sys.argv) > 5 else 4
+
+
+def stacks_of_launches(ops, runtime):
+    """{correlation id: [innermost op, ..., outermost op]} for every runtime call."""
+    by_thread = collections.defaultdict(list)
+    for e in ops:
+        by_thread[(e.get("pid"), e.get("tid"))].append(("op", e["ts"], -e["dur"], e))
+    for e in runtime:
+        by_thread[(e.get("pid"), e.get("tid"))].append(("rt", e["ts"], 0, e))
+    out = {}
+    for items in by_thread.values():
+        items.sort(key=lambda i: (i[1], i[2], i[0] == "rt"))
+        stack = []
+        for kind, ts, _, e in items:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= ts:
+                stack.pop()
+            if kind == "op":
+                stack.append(e)
+            else:
+                corr = e.get("args", {}).get("correlation")
+                if corr is not None:
+                    out[corr] = list(reversed(stack))
+    return out
+
+
+def op_label(e):
+    dims = e.get("args", {}).get("Input Dims")
+    shapes = ",".join("x".join(str(d) for d in s) for s in dims if s) if dims else ""
+    return e["name"].replace("autograd::engine::evaluate_function: ", "") + (f"[{shapes}]" if shapes else "")
+
+
+if ops and runtime:
+    launched_by = stacks_of_launches(ops, runtime)
+    chosen = [k for k in kernels if attribute.search(k["name"])]
+    groups = totals(chosen, lambda k: " < ".join(
+        op_label(o) for o in launched_by.get(k.get("args", {}).get("correlation"), [])[:depth]) or "(no operator)")
+    print(f"\nKernels matching /{attribute.pattern}/: {sum(k['dur'] for k in chosen) / steps / 1e3:.2f} ms per step, "
+          f"by the operators that launched them (innermost first)")
+    for name, (dur, n) in sorted(groups.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"{dur / steps / 1e3:8.3f} {n / steps:6.1f}  {name[:300]}")
