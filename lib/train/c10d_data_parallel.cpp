@@ -56,18 +56,13 @@ class C10dDataParallel : public DataParallel {
   int world_size() const override { return env_.world_size; }
 
   void prepare_backward(const std::vector<at::Tensor>& parameters, bool completes_step) override {
-    if (!buckets_ || !same_parameters(parameters, bucket_parameters_)) {
-      buckets_.reset();
-      bucket_parameters_ = parameters;
-      buckets_ = std::make_unique<GradientBuckets>(
-          parameters, kBucketBytes, env_.world_size,
-          [this](const at::Tensor& flat) { return launch_sum(flat); });
-    }
+    ensure_buckets(parameters);
+    buckets_->release();
     if (completes_step) buckets_->arm();
   }
 
   void average_gradients(const std::vector<at::Tensor>& parameters) override {
-    prepare_backward(parameters, false);  // builds the buckets when no backward announced itself
+    ensure_buckets(parameters);  // when no backward announced itself
     buckets_->finish();
   }
 
@@ -102,6 +97,16 @@ class C10dDataParallel : public DataParallel {
   ParallelEnv env_;
   at::Device device_;
   std::mutex launch_mutex_;
+
+  void ensure_buckets(const std::vector<at::Tensor>& parameters) {
+    if (buckets_ && same_parameters(parameters, bucket_parameters_)) return;
+    buckets_.reset();
+    bucket_parameters_ = parameters;
+    buckets_ = std::make_unique<GradientBuckets>(
+        parameters, kBucketBytes, env_.world_size,
+        [this](const at::Tensor& flat) { return launch_sum(flat); });
+  }
+
   std::vector<at::Tensor> bucket_parameters_;
   std::unique_ptr<GradientBuckets> buckets_;
 };

@@ -38,6 +38,11 @@ struct GradientBuckets::State {
   at::Tensor view(const Slot& s) const {
     return buckets[s.bucket].flat.narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
   }
+  // Whether p.grad is still the slice finish() made it.
+  bool grad_is_slice(const Slot& s) const {
+    const at::Tensor& grad = s.param.grad();
+    return grad.defined() && grad.data_ptr() == view(s).data_ptr();
+  }
   void fill(Slot& s, const at::Tensor& incoming) {
     at::Tensor v = view(s);
     const at::Tensor& grad = s.param.grad();
@@ -113,6 +118,17 @@ GradientBuckets::~GradientBuckets() {
   for (auto& slot : state_->slots) slot.param.remove_hook(slot.hook);
 }
 
+void GradientBuckets::release() {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mutex);
+  for (auto& slot : st.slots) {
+    // Autograd accumulates into a defined p.grad in place, and would write into a bucket whose
+    // all-reduce may be under way. Optimizers that set gradients to none (LibTorch 2) leave
+    // nothing to do here; one that zeroes them in place (1.13) gets its own zeroed tensor back.
+    if (st.grad_is_slice(slot)) slot.param.mutable_grad() = slot.param.grad().clone();
+  }
+}
+
 void GradientBuckets::arm() {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->armed = true;
@@ -157,14 +173,10 @@ void GradientBuckets::finish() {
   const float* used_any = all_used_here ? local_used.data() : used_cpu.data_ptr<float>();
   for (size_t i = 0; i < st.slots.size(); ++i) {
     State::Slot& s = st.slots[i];
-    if (used_any[i] > 0.0f) {
-      at::Tensor& grad = s.param.mutable_grad();
-      if (grad.defined()) {
-        grad.copy_(st.view(s));
-      } else {
-        grad = st.view(s).clone();
-      }
-    }
+    // p.grad becomes the parameter's slice of its bucket: no copy and no allocation per
+    // parameter (a kernel launch each, several hundred per step, in steps whose pace is the
+    // host's), and the averages are not held twice (PyTorch DDP's gradient_as_bucket_view).
+    if (used_any[i] > 0.0f) s.param.mutable_grad() = st.view(s);
     s.filled = false;
   }
   for (auto& bucket : st.buckets) {

@@ -24,8 +24,10 @@ namespace masr::train {
 //   gradients arrive in a different order.
 // - finish() fills the slots no hook filled (p.grad, or zeros when undefined), launches the
 //   remaining buckets and a small "used" count per parameter, waits, divides by the world size
-//   and copies the averages into p.grad. A parameter that got no gradient on any rank keeps an
-//   undefined grad, as in one process (optimizers skip it). Without arm() (an epoch's last,
+//   and makes p.grad a view of the parameter's slice of its bucket (no copy back). A parameter
+//   that got no gradient on any rank keeps an undefined grad, as in one process (optimizers skip
+//   it). release(), before every backward, takes p.grad off the bucket where an optimizer left
+//   it there (zeroed in place rather than set to none). Without arm() (an epoch's last,
 //   partial accumulation) finish() reduces everything at once.
 class GradientBuckets {
  public:
@@ -38,6 +40,8 @@ class GradientBuckets {
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
 
+  // Before every backward pass: no p.grad may still be a bucket slice (see above).
+  void release();
   // The next backward pass completes the accumulation: reduce its buckets as they fill.
   void arm();
   // Averages the gradients over the ranks into p.grad (see above).
