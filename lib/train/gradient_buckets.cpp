@@ -38,6 +38,13 @@ struct GradientBuckets::State {
   at::Tensor view(const Slot& s) const {
     return buckets[s.bucket].flat.narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
   }
+  // The same memory as view(s), as a tensor of its own rather than an autograd view: optimizers
+  // that zero gradients in place call detach_() on them first, which views refuse.
+  at::Tensor slice(const Slot& s) const {
+    const at::Tensor& flat = buckets[s.bucket].flat;
+    return at::empty({0}, flat.options())
+        .set_(flat.storage(), flat.storage_offset() + s.offset, s.param.sizes());
+  }
   // Whether p.grad is still the slice finish() made it.
   bool grad_is_slice(const Slot& s) const {
     const at::Tensor& grad = s.param.grad();
@@ -176,7 +183,7 @@ void GradientBuckets::finish() {
     // p.grad becomes the parameter's slice of its bucket: no copy and no allocation per
     // parameter (a kernel launch each, several hundred per step, in steps whose pace is the
     // host's), and the averages are not held twice (PyTorch DDP's gradient_as_bucket_view).
-    if (used_any[i] > 0.0f) s.param.mutable_grad() = st.view(s);
+    if (used_any[i] > 0.0f) s.param.mutable_grad() = st.slice(s);
     s.filled = false;
   }
   for (auto& bucket : st.buckets) {
