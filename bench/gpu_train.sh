@@ -41,6 +41,9 @@
 #
 # Needs: .devdeps (../shared/device/prepare.sh), .ref (../shared/pyref/stage.sh) and, for epoch
 # and ddp, .benchdata/{opus/,train.csv,valid.csv} and train_long.csv (bench/make_benchdata.sh); name them in carry.
+# Name them in every call's carry: an ignored folder a call does not carry is gone there (build
+# outputs such as build-cuda/ stay). Each call's $OUT is new and empty: read earlier results from
+# /tmp (the stages keep their runs there) or from the archive this script leaves in $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
@@ -450,3 +453,8 @@ for stage in "$@"; do
   summary "== $stage ($(date -u +%H:%M:%S))"
   "stage_$stage"
 done
+# Everything in one file as well: a call brings back only a handful of the files under $OUT, and
+# the next call's $OUT is a new, empty folder (PACK=0: no archive).
+if [[ $# -gt 0 && ${PACK:-1} != 0 ]]; then
+  tar -czf /tmp/gpu-out-pack.tar.gz --exclude='*.tar.gz' -C "$OUT" . && mv /tmp/gpu-out-pack.tar.gz "$OUT/all-$(date -u +%H%M%S).tar.gz"
+fi

@@ -5,6 +5,7 @@
 #include "nn/masks.h"
 
 namespace masr::nn {
+namespace F = torch::nn::functional;
 
 ConvolutionModuleImpl::ConvolutionModuleImpl(int64_t d_model, int64_t kernel_size, bool bias,
                                              Activation activation, double dropout, bool causal_)
@@ -47,15 +48,31 @@ at::Tensor conv_after_history(torch::nn::Conv1dImpl& conv, const at::Tensor& x,
 
 at::Tensor ConvolutionModuleImpl::forward(const at::Tensor& x, const at::Tensor& lengths,
                                           at::Tensor* history) {
-  at::Tensor out = bottleneck->forward(layer_norm->forward(x).transpose(1, 2));  // (B, d, T)
-  if (lengths.defined()) out = zero_padding(out.transpose(1, 2), lengths).transpose(1, 2);
+  at::Tensor out;
+  const auto* pointwise = bottleneck->ptr(0)->as<torch::nn::Conv1d>();
+  if (pointwise != nullptr && (x.is_cuda() || pointwise_as_matmul)) {
+    // The pointwise conv as a matrix product on the (B, T, d) rows, GLU over the channels, and
+    // one transposing copy for the depthwise conv: the Conv1d on the transposed LayerNorm output
+    // copied its input in the forward and again in the backward, and the LayerNorm below copied
+    // its transposed input and gradient (four copies of (B, T, d) per layer, bench/results/
+    // 2026-11-28-h200-x4-scaling.md).
+    out = at::glu(F::linear(layer_norm->forward(x), pointwise->weight.squeeze(-1),
+                            pointwise->bias),
+                  -1);  // (B, T, d)
+    out = zero_padding(out, lengths).transpose(1, 2).contiguous();  // (B, d, T)
+  } else {
+    out = bottleneck->forward(layer_norm->forward(x).transpose(1, 2));  // (B, d, T)
+    if (lengths.defined()) out = zero_padding(out.transpose(1, 2), lengths).transpose(1, 2);
+  }
   if (history != nullptr) {
     out = conv_after_history(*conv, out, *history);
   } else {
     out = conv->forward(out);
     if (causal && padding > 0) out = out.narrow(2, 0, out.size(2) - padding);
   }
-  out = after_conv->forward(out.transpose(1, 2));
+  // LayerNorm reads and writes the channels of a frame together: a contiguous (B, T, d) input
+  // saves it a copy in the forward and two in the backward.
+  out = after_conv->forward(out.transpose(1, 2).contiguous());
   return zero_padding(out, lengths);
 }
 

@@ -28,6 +28,9 @@ struct ConvolutionModuleImpl : torch::nn::Module {
   torch::nn::Sequential after_conv{nullptr};
   int64_t padding = 0;
   bool causal = false;
+  // The pointwise conv as a matrix product on (B, T, d) (always on CUDA; the CPU keeps the
+  // Conv1d unless this is set, as tests do to compare the two).
+  bool pointwise_as_matmul = false;
 };
 TORCH_MODULE(ConvolutionModule);
 

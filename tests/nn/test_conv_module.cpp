@@ -33,3 +33,40 @@ TEST_CASE("convolution module: frames past an utterance's length change nothing"
     CHECK(rel_diff(m->forward(longer, lengths).narrow(1, 0, 20), a) <= 1e-6);
   }
 }
+
+TEST_CASE("convolution module: the pointwise conv as a matrix product (the CUDA path) gives the "
+          "Conv1d path's outputs and gradients",
+          "[nn]") {
+  for (bool causal : {false, true}) {
+    for (bool bias : {true, false}) {
+      INFO("causal " << causal << ", bias " << bias);
+      torch::manual_seed(5);
+      ConvolutionModule m(16, 7, bias, Activation::kSwish, 0.0, causal);
+      const at::Tensor lengths = torch::tensor({20, 9, 14}, torch::kLong);
+      const at::Tensor x0 = torch::randn({3, 20, 16});
+      const at::Tensor up = torch::randn({3, 20, 16});  // the gradient arriving from above
+      std::vector<at::Tensor> outs, x_grads;
+      std::vector<std::vector<at::Tensor>> param_grads;
+      for (bool matmul : {false, true}) {
+        m->pointwise_as_matmul = matmul;
+        m->zero_grad();
+        const at::Tensor x = x0.clone().requires_grad_(true);
+        const at::Tensor y = m->forward(x, lengths);
+        (y * up).sum().backward();
+        outs.push_back(y.detach());
+        x_grads.push_back(x.grad().clone());
+        param_grads.emplace_back();
+        for (const auto& p : m->parameters()) param_grads.back().push_back(p.grad().clone());
+      }
+      CHECK(rel_diff(outs[1], outs[0]) <= 1e-5);
+      CHECK(rel_diff(x_grads[1], x_grads[0]) <= 1e-5);
+      REQUIRE(param_grads[0].size() == param_grads[1].size());
+      for (size_t i = 0; i < param_grads[0].size(); ++i) {
+        INFO("parameter " << i);
+        CHECK(rel_diff(param_grads[1][i], param_grads[0][i]) <= 1e-5);
+      }
+      // The gradient reaches the pointwise conv's (2d, d, 1) weight itself.
+      CHECK(m->bottleneck->ptr(0)->as<torch::nn::Conv1d>()->weight.grad().abs().sum().item<double>() > 0);
+    }
+  }
+}
