@@ -105,6 +105,13 @@ AsrTask::AsrTask(const hparams::Hparams& hp) {
   normalizer_ = object_at<features::InputNormalizationObject>(hp, "normalize", true)->module.ptr();
   augment_ = object_at<features::Augmentation>(hp, "fea_augment", false);
   wav_augment_ = object_at<features::Augmentation>(hp, "wav_augment", false);
+  if (const hparams::Value* v = hp.find("augment_warmup"); v != nullptr && !v->is_null()) {
+    augment_warmup_ = v->as_int();
+    if (augment_warmup_ < 0) {
+      throw_config_error("hparams " + hp.source() + ": " + v->origin() +
+                         " must be 0 or more optimizer steps");
+    }
+  }
   cnn_ = module_at<nn::ConvolutionFrontEndImpl>(hp, "CNN", true);
   transformer_ = module_at<models::TransformerASRImpl>(hp, "Transformer", true);
   ctc_lin_ = module_at<nn::SbLinearImpl>(hp, "ctc_lin", true);
@@ -129,7 +136,8 @@ void AsrTask::to(const at::Device& device) {
 }
 
 ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epoch,
-                               at::Generator* generator, const LossOptions& options) {
+                               at::Generator* generator, const LossOptions& options,
+                               int64_t optimizer_steps) {
   ForwardResult r;
   r.source = torch::arange(batch.wav.size(0), torch::TensorOptions().dtype(torch::kLong));
   at::Tensor wav = batch.wav;
@@ -160,7 +168,7 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
     r.rel = frames.to(torch::kFloat64) / static_cast<double>(feats.size(1));
     profile_phase("normalize");
     feats = normalizer_->forward(feats, r.rel, epoch);
-    if (training && augment_ && generator != nullptr) {
+    if (training && augment_ && generator != nullptr && optimizer_steps > augment_warmup_) {
       profile_phase("augment");
       features::AugmentBatch augmented = augment_->apply(feats, r.rel, *generator);
       feats = augmented.x;

@@ -4,6 +4,7 @@
 // train_S2S.py for S2S (reference §1.1, §2.6).
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,8 +87,15 @@ class AsrTask {
   // augmentation; `epoch` gates the normalization statistics (update_until_epoch). Features,
   // normalization and augmentation run on the batch's device in float32 (autocast is suspended
   // for them); lengths are computed on the host, so a CUDA step reads nothing back from the GPU.
+  // `optimizer_steps` (the steps done before this batch) holds fea_augment back while it is at
+  // most the file's `augment_warmup` (SpeechBrain's recipes: `self.optimizer_step >
+  // augment_warmup`); without that key fea_augment runs from the first batch, as in v1.0.0.
   ForwardResult forward(const AsrBatch& batch, bool training, int64_t epoch,
-                        at::Generator* generator, const LossOptions& options);
+                        at::Generator* generator, const LossOptions& options,
+                        int64_t optimizer_steps = std::numeric_limits<int64_t>::max());
+
+  // The file's augment_warmup, or -1 without one.
+  int64_t augment_warmup() const { return augment_warmup_; }
 
   // Greedy CTC decoding (SB's ctc_greedy_decode): per utterance, argmax over the valid frames
   // (rel rounded as SpeechBrain does), repeats collapsed, blanks removed: decode's
@@ -101,6 +109,7 @@ class AsrTask {
   std::shared_ptr<features::InputNormalizationImpl> normalizer_;
   std::shared_ptr<const features::Augmentation> augment_;      // fea_augment; null: none
   std::shared_ptr<const features::Augmentation> wav_augment_;  // wav_augment; null: none
+  int64_t augment_warmup_ = -1;  // augment_warmup; -1: none
   std::shared_ptr<nn::ConvolutionFrontEndImpl> cnn_;
   std::shared_ptr<models::TransformerASRImpl> transformer_;
   std::shared_ptr<nn::SbLinearImpl> ctc_lin_;

@@ -69,10 +69,12 @@ class AsrTrainTask::Epoch final : public EpochBatches {
     return true;
   }
 
-  at::Tensor loss(uint64_t global_index) override {
+  at::Tensor loss(uint64_t global_index, int64_t optimizer_steps) override {
     at::Generator generator = features::make_generator(mix_seed(
         static_cast<uint64_t>(task_.config().seed), {static_cast<uint64_t>(epoch_), global_index}));
-    return task_.modules_->forward(batch_, true, epoch_, &generator, task_.loss_options_).loss;
+    return task_.modules_
+        ->forward(batch_, true, epoch_, &generator, task_.loss_options_, optimizer_steps)
+        .loss;
   }
 
   double audio_seconds() const override { return batch_.audio_seconds; }

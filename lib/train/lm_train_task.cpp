@@ -39,7 +39,7 @@ class LmTrainTask::Epoch final : public EpochBatches {
     batch_ = task_.batch_of(task_.train_tokens_, batches_[next_++], *task_.model_);
     return true;
   }
-  at::Tensor loss(uint64_t /*global_index*/) override {
+  at::Tensor loss(uint64_t /*global_index*/, int64_t /*optimizer_steps*/) override {
     return task_.loss_of(*task_.model_, batch_, task_.reduction_);
   }
   double audio_seconds() const override { return 0.0; }

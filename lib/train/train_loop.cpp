@@ -282,7 +282,7 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
   {
     runtime::AutocastGuard autocast(device_, config_.precision);
     const nn::ActivationCheckpointing checkpointing(config_.activation_checkpointing);
-    loss = batches.loss(global_index);
+    loss = batches.loss(global_index, stepper_->steps());
   }
   // Nothing is read back: the loss is summed on its device (a non-finite one is left out), and
   // every batch goes through backward. A non-finite loss gives NaN gradients, so its optimizer

@@ -42,8 +42,9 @@ class EpochBatches {
   // The loaded batch's training loss: a 0-dim tensor on the device, not read back. The loop
   // runs it under autocast and activation checkpointing. `global_index`: the batch's index in
   // the whole epoch over the ranks (index * world_size + rank); it seeds the augmentation, so N
-  // ranks draw what one process draws for the same batches.
-  virtual at::Tensor loss(uint64_t global_index) = 0;
+  // ranks draw what one process draws for the same batches. `optimizer_steps`: the optimizer
+  // steps done before this batch (SpeechBrain's Brain.optimizer_step), for `augment_warmup`.
+  virtual at::Tensor loss(uint64_t global_index, int64_t optimizer_steps) = 0;
   // Seconds of audio in the loaded batch (0 for text), for the progress line and log.jsonl.
   virtual double audio_seconds() const = 0;
 };

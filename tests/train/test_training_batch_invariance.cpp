@@ -11,9 +11,12 @@
 
 #include <torch/torch.h>
 
+#include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "../models/repo_hparams.h"
+#include "features/augment/interface.h"
 #include "hparams/hparams.h"
 #include "models/asr_model.h"
 #include "models/transformer_asr.h"
@@ -302,4 +305,57 @@ TEST_CASE("training on the shape grid: the same loss and gradients as without", 
     INFO("largest relative gradient difference " << grad_diff);
     CHECK(grad_diff < kGradTolerance);
   }
+}
+
+// SpeechBrain's recipes hold fea_augment back while `optimizer_step > augment_warmup` is false;
+// without the key it runs from the first batch (v1.0.0's scripts).
+TEST_CASE("augment_warmup holds the feature augmentation back for its optimizer steps", "[train]") {
+  masr::toolkit::register_all();
+  const auto [a, b] = two_utterances();
+  const std::string path = std::string(MASR_SOURCE_DIR) + "/hparams/CTC/conmamba_tiny.yaml";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  masr::hparams::LoadOptions options;
+  options.overrides.emplace_back("transformer_dropout", "0.0");
+  options.placeholder_value = "unused";
+  const auto plain = masr::hparams::load_text(text.str(), options, path);
+  const auto held = masr::hparams::load_text(text.str() + "augment_warmup: 3\n", options, path);
+  AsrTask with_warmup(held), without(plain);
+  CHECK(with_warmup.augment_warmup() == 3);
+  CHECK(without.augment_warmup() == -1);
+  for (AsrTask* task : {&with_warmup, &without}) {
+    // Same initial weights in both tasks, dropout off, statistics from one batch.
+    torch::manual_seed(17);
+    for (auto& p : task->parameters()) {
+      torch::NoGradGuard no_grad;
+      p.uniform_(-0.1, 0.1);
+    }
+  }
+  const masr::train::LossOptions loss_options = prepare_trainer(with_warmup, a, b);
+  (void)prepare_trainer(without, a, b);
+  const AsrBatch batch = make_batch({a, b}, 1, 2);
+  auto loss = [&](AsrTask& task, at::Generator* generator, int64_t steps) {
+    torch::NoGradGuard no_grad;
+    return task.forward(batch, true, /*epoch=*/100, generator, loss_options, steps)
+        .loss.item<double>();
+  };
+  auto generator = [] { return masr::features::make_generator(5); };
+  const double clean = loss(with_warmup, nullptr, 0);
+  REQUIRE(clean > 0.0);
+  // Steps 0..3 done: held back, the loss of the unaugmented batch; after step 4 the time and
+  // frequency drops (probability 1) change it.
+  for (int64_t steps : {0, 3}) {
+    at::Generator g = generator();
+    CHECK(loss(with_warmup, &g, steps) == Approx(clean).epsilon(1e-12));
+  }
+  at::Generator g4 = generator();
+  CHECK(std::abs(loss(with_warmup, &g4, 4) - clean) > 1e-3 * clean);
+  at::Generator g0 = generator();
+  CHECK(std::abs(loss(without, &g0, 0) - loss(without, nullptr, 0)) > 1e-3 * clean);
+
+  const auto negative =
+      [&] { return masr::hparams::load_text(text.str() + "augment_warmup: -1\n", options, path); };
+  CHECK_THROWS_WITH(AsrTask(negative()), Catch::Contains("augment_warmup") &&
+                                             Catch::Contains("0 or more optimizer steps"));
 }
