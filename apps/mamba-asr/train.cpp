@@ -38,6 +38,7 @@ struct TrainOptions {
   std::string trace;
   bool activation_checkpointing = false;
   bool speechbrain_batch_order = false;
+  bool strict = false;
 };
 
 // SIGINT/SIGTERM ask the trainer to write a checkpoint and stop at the next optimizer step; a
@@ -66,6 +67,26 @@ void print_summary(const hparams::Hparams& hp) {
   }
   std::cerr << "(declared: arguments checked against the class's signature; the object is "
                "constructed by the subsystem that uses it)\n";
+}
+
+// The file's keys that nothing reads (hparams::Hparams::unread_keys): a warning from the
+// speaking rank, or with --strict an error on every rank, before any data is touched.
+void check_unread_keys(const hparams::Hparams& hp, bool strict, bool speak) {
+  const std::vector<std::string> unread = hp.unread_keys();
+  if (unread.empty()) return;
+  std::string list;
+  for (const auto& key : unread) list += (list.empty() ? "" : ", ") + key;
+  const std::string what = "hparams " + hp.source() + ": " + std::to_string(unread.size()) +
+                           (unread.size() == 1 ? " key is" : " keys are") +
+                           " read by no object and not by mamba-asr's trainer: " + list;
+  if (strict) {
+    throw_config_error("train: " + what + " (--strict; remove them, or train without --strict)");
+  }
+  if (speak) {
+    MASR_LOG_WARN("train: %s (SpeechBrain keeps such keys too, and its train.py or data "
+                  "preparation may read them; --strict makes this an error)",
+                  what.c_str());
+  }
 }
 
 void list_classes() {
@@ -177,6 +198,18 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   if (options.dry_run) {
     std::cout << hp.to_yaml();
     print_summary(hp);
+    // What training reads before its first batch, so that the keys it would leave unread show.
+    // A file that resolves but is no complete recipe still passes a dry run (without --strict),
+    // with a warning saying where training would stop.
+    try {
+      train::read_training_settings(hp);
+    } catch (const Error& e) {
+      if (options.strict || e.kind() != ErrorKind::kConfig) throw;
+      MASR_LOG_WARN("train: --dry-run: training would stop here: %s (unread keys not checked)",
+                    e.what());
+      return 0;
+    }
+    check_unread_keys(hp, options.strict, true);
     return 0;
   }
   train::TrainRunOptions run;
@@ -223,6 +256,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   // One training loop for every recipe: an LM recipe (`model` is a TransformerLM) trains the LM
   // task, any other the ASR task (train/train_loop.h).
   train::TrainLoop loop(hp, run);
+  check_unread_keys(hp, options.strict, !env || env->rank == 0);
   if (options.average_only) {
     std::cout << loop.average_checkpoints() << "\n";
     return 0;
@@ -303,6 +337,9 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                 "--nproc ranks and grad_accumulation_factor) as they come. Default: batches of "
                 "similar padded length, so ranks wait less for each other (hparams "
                 "bucket_aligned_steps; docs/training.md)");
+  cmd->add_flag("--strict", options->strict,
+                "Keys that no object and not the trainer read are an error (default: a warning "
+                "naming them; SpeechBrain keeps them silently)");
   cmd->add_flag("--list-classes", options->list_classes,
                 "List the class and function names hparams files may use");
   add_global_options(*cmd, global);

@@ -37,15 +37,43 @@ Hparams load(NodePtr root, const std::string& name, const std::string& base_dir,
     std::error_code ec;
     include_stack.push_back(std::filesystem::weakly_canonical(name, ec).string());
   }
-  resolve_references(root, base_dir, overrides, include_stack, options.placeholder_value);
+  std::map<std::string, std::set<std::string>> refers_to;
+  resolve_references(root, base_dir, overrides, include_stack, options.placeholder_value,
+                     &refers_to);
 
   const Registry& registry = options.registry ? *options.registry : Registry::global();
   std::vector<BuiltObject> objects;
   Value values = build_values(root, registry, objects);
-  return Hparams(name, std::move(values), std::move(objects));
+  return Hparams(name, std::move(values), std::move(objects), std::move(refers_to));
 }
 
 }  // namespace
+
+std::vector<std::string> Hparams::unread_keys() const {
+  std::set<std::string> used;
+  std::vector<std::string> pending;
+  auto use = [&](const std::string& key) {
+    if (used.insert(key).second) pending.push_back(key);
+  };
+  if (use_) {
+    for (const auto& key : use_->read) use(key);
+    for (const auto& [key, targets] : use_->refers_to) {
+      if (key.rfind("__", 0) == 0) use(key);
+    }
+    while (!pending.empty()) {
+      const std::string key = pending.back();
+      pending.pop_back();
+      const auto it = use_->refers_to.find(key);
+      if (it == use_->refers_to.end()) continue;
+      for (const auto& target : it->second) use(target);
+    }
+  }
+  std::vector<std::string> unread;
+  for (const auto& [key, value] : root_.entries()) {
+    if (used.count(key) == 0) unread.push_back(key);
+  }
+  return unread;
+}
 
 Hparams load_file(const std::string& path, const LoadOptions& options) {
   std::error_code ec;

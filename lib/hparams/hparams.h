@@ -7,7 +7,10 @@
 //   int64_t d_model = hp["d_model"].as_int();
 #pragma once
 
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,16 +38,45 @@ struct BuiltObject {
   std::shared_ptr<Instance> instance;
 };
 
+// Which top-level keys the program has read through Hparams, and which keys' values refer to
+// which (!ref), for Hparams::unread_keys().
+struct KeyUse {
+  std::set<std::string> read;
+  std::map<std::string, std::set<std::string>> refers_to;
+};
+
 class Hparams {
  public:
   Hparams() = default;
-  Hparams(std::string source, Value root, std::vector<BuiltObject> objects)
-      : source_(std::move(source)), root_(std::move(root)), objects_(std::move(objects)) {}
+  Hparams(std::string source, Value root, std::vector<BuiltObject> objects,
+          std::map<std::string, std::set<std::string>> refers_to = {})
+      : source_(std::move(source)),
+        root_(std::move(root)),
+        objects_(std::move(objects)),
+        use_(std::make_shared<KeyUse>()) {
+    use_->refers_to = std::move(refers_to);
+  }
 
   const std::string& source() const { return source_; }  // the file name, or "<string>"
   const Value& root() const { return root_; }            // a mapping; "__" keys are removed
-  const Value& operator[](const std::string& key) const { return root_.at(key); }
-  const Value* find(const std::string& key) const { return root_.find(key); }
+  // Both record `key` as read (unread_keys()).
+  const Value& operator[](const std::string& key) const {
+    mark_read(key);
+    return root_.at(key);
+  }
+  const Value* find(const std::string& key) const {
+    mark_read(key);
+    return root_.find(key);
+  }
+  // Records keys as read without looking them up: settings the program covers its own way.
+  void mark_read(const std::string& key) const {
+    if (use_) use_->read.insert(key);
+  }
+
+  // The top-level keys that nothing uses, in file order: neither read by the program (above) nor
+  // referred to, directly or through other references, by a read key or by a "__" key (applied
+  // at load). SpeechBrain keeps such keys without a word; `train` warns about them.
+  std::vector<std::string> unread_keys() const;
   const std::vector<BuiltObject>& objects() const { return objects_; }
 
   // The resolved configuration as YAML that load_text() reads back to the same values. An object
@@ -55,6 +87,7 @@ class Hparams {
   std::string source_;
   Value root_;
   std::vector<BuiltObject> objects_;
+  std::shared_ptr<KeyUse> use_;  // shared by copies: a key read through any copy counts
 };
 
 Hparams load_file(const std::string& path, const LoadOptions& options = {});

@@ -58,12 +58,14 @@ NodePtr scalar_node(Value value, const Location& where) {
 class Resolver {
  public:
   Resolver(NodePtr root, std::string base_dir, NodePtr overrides,
-           std::vector<std::string>& include_stack, std::optional<std::string> placeholder_value)
+           std::vector<std::string>& include_stack, std::optional<std::string> placeholder_value,
+           std::map<std::string, std::set<std::string>>* refers_to = nullptr)
       : root_(std::move(root)),
         base_dir_(std::move(base_dir)),
         overrides_(std::move(overrides)),
         include_stack_(include_stack),
-        placeholder_value_(std::move(placeholder_value)) {}
+        placeholder_value_(std::move(placeholder_value)),
+        refers_to_(refers_to) {}
 
   void run() {
     for (auto& [key, child] : root_->entries) child = resolve(child, key);
@@ -165,6 +167,9 @@ class Resolver {
     std::vector<std::string> parts;
     const size_t bracket = reference.find('[');
     parts.push_back(reference.substr(0, bracket));
+    if (refers_to_ != nullptr) {
+      (*refers_to_)[from_path.substr(0, from_path.find('['))].insert(parts.front());
+    }
     for (size_t pos = bracket; pos != std::string::npos && pos < reference.size();) {
       const size_t close = reference.find(']', pos);
       if (reference[pos] != '[' || close == std::string::npos) {
@@ -255,6 +260,7 @@ class Resolver {
   NodePtr overrides_;
   std::vector<std::string>& include_stack_;
   std::optional<std::string> placeholder_value_;
+  std::map<std::string, std::set<std::string>>* refers_to_ = nullptr;  // top-level key -> keys
   std::vector<std::string> chain_;
 };
 
@@ -285,8 +291,9 @@ void apply_overrides(const NodePtr& target, const NodePtr& overrides, bool must_
 
 void resolve_references(const NodePtr& root, const std::string& base_dir, const NodePtr& overrides,
                         std::vector<std::string>& include_stack,
-                        const std::optional<std::string>& placeholder_value) {
-  Resolver(root, base_dir, overrides, include_stack, placeholder_value).run();
+                        const std::optional<std::string>& placeholder_value,
+                        std::map<std::string, std::set<std::string>>* refers_to) {
+  Resolver(root, base_dir, overrides, include_stack, placeholder_value, refers_to).run();
 }
 
 }  // namespace masr::hparams

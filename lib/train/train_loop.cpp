@@ -45,6 +45,32 @@ std::unique_ptr<TrainTask> make_task(const hparams::Hparams& hp, const TrainConf
 
 }  // namespace
 
+void mark_covered_settings(const hparams::Hparams& hp) {
+  // SpeechBrain's Brain and its train.py use these objects; the trainer writes its own
+  // checkpoints (save_folder), counts epochs (number_of_epochs), logs (train_log.txt, log.jsonl)
+  // and computes WER, CER and accuracy itself, so their arguments change nothing here.
+  for (const char* key : {"checkpointer", "epoch_counter", "train_logger", "error_rate_computer",
+                          "cer_computer", "acc_computer"}) {
+    hp.mark_read(key);
+  }
+}
+
+void read_training_settings(const hparams::Hparams& hp) {
+  const TrainConfig config = train_config_from(hp, is_language_model(hp));
+  mark_covered_settings(hp);
+  // As AsrTrainTask::load and LmTrainTask::load (and ensure_tokenizer) read them.
+  (void)hp.find("tokenizer");
+  if (config.language_model) {
+    (void)hp.find("loss_reduction");
+    (void)models::LmModel::from_hparams(hp);
+    return;
+  }
+  const AsrTask task(hp);
+  (void)models::AsrModel::from_hparams(hp);
+  (void)speed_perturb_of(hp);
+  (void)pad_silence_of(hp);
+}
+
 TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
     : hp_(hp),
       options_(std::move(options)),
@@ -79,6 +105,7 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
                           hp.to_yaml());
   }
   task_->load(TaskContext{&hp, &config_, parallel_, device_});
+  mark_covered_settings(hp);
   stepper_ = std::make_unique<OptimizerStepper>(config_, task_->parameters(), device_.is_cuda(),
                                                 parallel_);
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);

@@ -63,6 +63,16 @@ struct TrainRunOptions {
 // The device to train on: `auto` is CUDA when available, else the CPU (MPS is not picked).
 at::Device pick_training_device(const runtime::DeviceChoice& choice);
 
+// Reads, from a loaded hparams file, every setting training reads before its first batch (the
+// TrainConfig, the task's modules, tokenizer and perturbations: what TrainLoop's constructor and
+// the task's load() read), without data, tokenizer training or a device; `train --dry-run` then
+// knows which keys training would leave unread (hparams::Hparams::unread_keys). Marks as read the
+// keys whose work the trainer does its own way whatever their arguments (checkpointer,
+// epoch_counter, train_logger, the error-rate and accuracy computers).
+void read_training_settings(const hparams::Hparams& hp);
+// The same marking alone, for a TrainLoop that has read the rest.
+void mark_covered_settings(const hparams::Hparams& hp);
+
 enum class TrainOutcome { kFinished, kStopped };
 
 class TrainLoop {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -169,4 +170,29 @@ TEST_CASE("train --nproc with a bad value is a usage error", "[cli]") {
   unsetenv("WORLD_SIZE");
   CHECK(r.code == 2);
   CHECK_THAT(r.output, Catch::Contains("--nproc is given but WORLD_SIZE is set"));
+}
+
+TEST_CASE("train names the keys nothing reads, and --strict refuses them", "[cli]") {
+  // A recipe of the repository with two keys of its own: one that nothing reads, and one that
+  // only the first refers to.
+  const masr::testing::CliScratch scratch("unread");
+  const std::string dir = scratch.file("");
+  std::ifstream in(std::string(MASR_SOURCE_DIR) + "/hparams/CTC/conmamba_tiny.yaml");
+  std::stringstream text;
+  text << in.rdbuf() << "\nbase_rate: 7\nforgotten_rate: !ref <base_rate> * 2\n";
+  const std::string file = scratch.write("tiny.yaml", text.str());
+  Result r = run("train " + file + " --dry-run --data_folder " + dir);
+  INFO(r.output);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("read by no object and not by mamba-asr's trainer"));
+  CHECK_THAT(r.output, Catch::Contains("base_rate, forgotten_rate"));
+  r = run("train " + file + " --dry-run --strict --data_folder " + dir);
+  CHECK(r.code == 3);
+  CHECK_THAT(r.output, Catch::Contains("forgotten_rate"));
+  CHECK_THAT(r.output, Catch::Contains("--strict"));
+  // The repository's own file: nothing to report.
+  r = run("train " + std::string(MASR_SOURCE_DIR) +
+          "/hparams/CTC/conmamba_tiny.yaml --dry-run --strict --data_folder " + dir);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.output, !Catch::Contains("read by no object"));
 }

@@ -157,3 +157,34 @@ copied_map: !copy <modules>
   CHECK(copy->args.get("n_neurons").as_int() == 31);
   CHECK(hp["copied_map"]["ctc_lin"].instance() != hp["ctc_lin"].instance());
 }
+
+TEST_CASE("unread_keys: the keys neither read nor referred to from a used key", "[hparams]") {
+  const auto hp = load(R"(
+seed: 3
+d_model: 8
+layers: 2
+model: {width: !ref <d_model>, depth: !ref <layers>}
+lr: 0.1
+unused_base: 5
+unused_derived: !ref <unused_base>
+path: !ref out/<seed>
+__note: !ref <seed>
+forgotten: 1
+)");
+  using Keys = std::vector<std::string>;
+  // Nothing read yet: only what a "__" key (applied at load) refers to is used.
+  CHECK(hp.unread_keys() ==
+        Keys{"d_model", "layers", "model", "lr", "unused_base", "unused_derived", "path",
+             "forgotten"});
+  // Reading a key uses what it refers to, transitively; a copy shares what was read.
+  const masr::hparams::Hparams copy = hp;
+  CHECK(copy["model"]["width"].as_int() == 8);
+  CHECK(hp.find("lr") != nullptr);
+  hp.mark_read("path");
+  CHECK(hp.unread_keys() == Keys{"unused_base", "unused_derived", "forgotten"});
+  CHECK(hp.find("unused_derived")->as_int() == 5);
+  CHECK(hp.unread_keys() == Keys{"forgotten"});
+  // A key looked up but absent counts for nothing.
+  CHECK(hp.find("no_such_key") == nullptr);
+  CHECK(hp.unread_keys() == Keys{"forgotten"});
+}
