@@ -12,6 +12,8 @@
 #             A/B pairs (PAIRS, default 2), then ConMamba-S S2S and ConMamba-L CTC once each
 #   stepL     the ConMamba-L S2S pairs alone (stepSC: the other two models, one pair each)
 #   stepab    the ConMamba-L S2S step of this tree against .base's binary, PAIRS pairs
+#   stepswitch  the same against this tree with its A/B switches off (OLD_ENV), then one switch
+#             off at a time (scale runs "oldN": N GPUs with every switch off)
 #   parity    fp32 losses of 20 steps from the reference's initial weights and batch, no dropout
 #   epoch     real training on compressed files (.benchdata: Opus + CSVs), one GPU, --profile 30
 #   ddp       the same on two GPUs (--nproc 2)
@@ -125,6 +127,22 @@ stage_stepL() {
     ours_step "ours-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
   done
   grep -A40 'train-step profile' "$OUT/ours-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+}
+
+# The A/B switches of this tree (docs/training.md): every one off.
+OLD_ENV="MASR_GRAD_SLICES=0 MASR_CONV_MODULE_MATMUL=0 MASR_CAUSAL_CONV_CHUNKED=0"
+
+# The ConMamba-L S2S step with every A/B switch off and on, in PAIRS alternating pairs (no .base
+# build needed), then with one switch off at a time.
+stage_stepswitch() {
+  local i
+  for i in $(seq 1 "$PAIRS"); do
+    (export $OLD_ENV; ours_step "old-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30)
+    ours_step "new-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
+  done
+  (export MASR_CONV_MODULE_MATMUL=0; ours_step noconvmm-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
+  (export MASR_CAUSAL_CONV_CHUNKED=0; ours_step nochunk-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
+  grep -A40 'train-step profile' "$OUT/new-s2s-L-1.err" | tee -a "$OUT/summary.txt"
 }
 
 # The ConMamba-L S2S step of this tree's binary against .base's (the code before a change), in
@@ -287,9 +305,9 @@ scale_run() {  # name binary nproc|2x2
   if [[ $bin == "$BIN_BASE" ]]; then args+=(--profile 30); else args+=(--profile 30 --profile-from 50); fi
   local t0=$SECONDS rc=0
   case $layout in
-    1) CUDA_VISIBLE_DEVICES=0 "$bin" "${args[@]}" > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
-    2) CUDA_VISIBLE_DEVICES=0,1 "$bin" "${args[@]}" --nproc 2 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
-    4) CUDA_VISIBLE_DEVICES=0,1,2,3 "$bin" "${args[@]}" --nproc 4 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    1) CUDA_VISIBLE_DEVICES=0 env ${RUN_ENV:-} "$bin" "${args[@]}" > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    2) CUDA_VISIBLE_DEVICES=0,1 env ${RUN_ENV:-} "$bin" "${args[@]}" --nproc 2 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    4) CUDA_VISIBLE_DEVICES=0,1,2,3 env ${RUN_ENV:-} "$bin" "${args[@]}" --nproc 4 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
     *x*)  # torchrun-style: NODES x PER ranks, each node on its share of the CPUs and GPUs
       local nodes=${layout%x*} per=${layout#*x} pids=() shares
       # Each node gets 1/NODES of the physical cores (with their hyperthreads), as a real node
@@ -308,7 +326,7 @@ scale_run() {  # name binary nproc|2x2
         for ((lr = 0; lr < per; lr++)); do
           RANK=$((node * per + lr)) LOCAL_RANK=$lr WORLD_SIZE=$((nodes * per)) LOCAL_WORLD_SIZE=$per \
           GROUP_RANK=$node MASTER_ADDR=127.0.0.1 MASTER_PORT=29617 CUDA_VISIBLE_DEVICES=$gpus \
-            taskset -c "${cpus_of[$node]}" "$bin" "${args[@]}" \
+            taskset -c "${cpus_of[$node]}" env ${RUN_ENV:-} "$bin" "${args[@]}" \
             > "/tmp/scale/$name.rank$((node * per + lr)).log" 2>&1 &
           pids+=($!)
         done
@@ -332,8 +350,12 @@ stage_scale() {
   { nvidia-smi topo -m; lscpu; lscpu -p=CPU,CORE,SOCKET,NODE; } > /tmp/scale/topo.txt 2>&1 || true
   local run
   for run in ${SCALE_RUNS:-new1 new2 new4 new2x2 base1 base2 base4}; do
-    local bin=$BIN layout=${run#new}; [[ $run == base* ]] && bin=$BIN_BASE layout=${run#base}
-    scale_run "$run" "$bin" "$layout"
+    # new: this tree; base: .base's binary; old: this tree with every A/B switch off (the
+    # changes of 2026-11-28: MASR_GRAD_SLICES, MASR_CONV_MODULE_MATMUL, MASR_CAUSAL_CONV_CHUNKED).
+    local bin=$BIN layout=${run#new} RUN_ENV=""
+    [[ $run == base* ]] && bin=$BIN_BASE layout=${run#base}
+    [[ $run == old* ]] && layout=${run#old} RUN_ENV="$OLD_ENV"
+    RUN_ENV=$RUN_ENV scale_run "$run" "$bin" "$layout"
   done 2>&1
   python3 bench/ddp_profile.py /tmp/scale/new* /tmp/scale/base* > /tmp/scale/summary.txt 2>&1 || true
   tar -czf "$OUT/scale.tar.gz" --exclude='save' --exclude='*.masr' --exclude='*.ckpt' -C /tmp scale 2>/dev/null

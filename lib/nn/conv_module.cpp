@@ -2,6 +2,9 @@
 // Conformer / ConMamba convolution module.
 #include "nn/conv_module.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "nn/masks.h"
 
 namespace masr::nn {
@@ -50,7 +53,12 @@ at::Tensor ConvolutionModuleImpl::forward(const at::Tensor& x, const at::Tensor&
                                           at::Tensor* history) {
   at::Tensor out;
   const auto* pointwise = bottleneck->ptr(0)->as<torch::nn::Conv1d>();
-  if (pointwise != nullptr && (x.is_cuda() || pointwise_as_matmul)) {
+  // MASR_CONV_MODULE_MATMUL=0: the Conv1d path on CUDA too (for A/B timings).
+  static const bool cuda_matmul = [] {
+    const char* v = std::getenv("MASR_CONV_MODULE_MATMUL");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  if (pointwise != nullptr && ((x.is_cuda() && cuda_matmul) || pointwise_as_matmul)) {
     // The pointwise conv as a matrix product on the (B, T, d) rows, GLU over the channels, and
     // one transposing copy for the depthwise conv: the Conv1d on the transposed LayerNorm output
     // copied its input in the forward and again in the backward, and the LayerNorm below copied

@@ -3,6 +3,8 @@
 #include "train/gradient_buckets.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <mutex>
 
 #include <ATen/ATen.h>
@@ -11,6 +13,16 @@
 #include "runtime/device_copy.h"
 
 namespace masr::train {
+namespace {
+
+// MASR_GRAD_SLICES=0: p.grad gets a copy of the averages, as before gradient slices (for A/B
+// timings).
+const bool kGradientSlices = [] {
+  const char* v = std::getenv("MASR_GRAD_SLICES");
+  return v == nullptr || std::string(v) != "0";
+}();
+
+}  // namespace
 
 struct GradientBuckets::State {
   struct Slot {
@@ -183,7 +195,15 @@ void GradientBuckets::finish() {
     // p.grad becomes the parameter's slice of its bucket: no copy and no allocation per
     // parameter (a kernel launch each, several hundred per step, in steps whose pace is the
     // host's), and the averages are not held twice (PyTorch DDP's gradient_as_bucket_view).
-    if (used_any[i] > 0.0f) s.param.mutable_grad() = st.slice(s);
+    if (used_any[i] > 0.0f) {
+      if (kGradientSlices) {
+        s.param.mutable_grad() = st.slice(s);
+      } else if (s.param.grad().defined() && !st.grad_is_slice(s)) {
+        s.param.mutable_grad().copy_(st.view(s));
+      } else {
+        s.param.mutable_grad() = st.view(s).clone();
+      }
+    }
     s.filled = false;
   }
   for (auto& bucket : st.buckets) {
