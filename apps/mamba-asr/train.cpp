@@ -1,5 +1,6 @@
 // apps/mamba-asr/train.cpp
 // `mamba-asr train HPARAMS [--key value ...]`: trains what an hparams file describes.
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -71,11 +72,29 @@ void print_summary(const hparams::Hparams& hp) {
 
 // The file's keys that nothing reads (hparams::Hparams::unread_keys): a warning from the
 // speaking rank, or with --strict an error on every rank, before any data is touched.
-void check_unread_keys(const hparams::Hparams& hp, bool strict, bool speak) {
-  const std::vector<std::string> unread = hp.unread_keys();
+// Keys set to null ask for nothing and are left out; the keys SpeechBrain's scripts read outside
+// training (train::keys_outside_training) are named apart, in a dry run only.
+void check_unread_keys(const hparams::Hparams& hp, bool strict, bool speak, bool dry_run) {
+  const std::vector<std::string>& outside = train::keys_outside_training();
+  std::vector<std::string> unread, elsewhere;
+  for (const auto& key : hp.unread_keys()) {
+    if (hp[key].is_null()) continue;
+    const bool known = std::find(outside.begin(), outside.end(), key) != outside.end();
+    (known ? elsewhere : unread).push_back(key);
+  }
+  auto join = [](const std::vector<std::string>& keys) {
+    std::string list;
+    for (const auto& key : keys) list += (list.empty() ? "" : ", ") + key;
+    return list;
+  };
+  if (dry_run && speak && !elsewhere.empty()) {
+    MASR_LOG_INFO("train: %zu %s for data preparation, the test stage, beam search or experiment "
+                  "tracking, which training does not do: %s",
+                  elsewhere.size(), elsewhere.size() == 1 ? "key is" : "keys are",
+                  join(elsewhere).c_str());
+  }
   if (unread.empty()) return;
-  std::string list;
-  for (const auto& key : unread) list += (list.empty() ? "" : ", ") + key;
+  const std::string list = join(unread);
   const std::string what = "hparams " + hp.source() + ": " + std::to_string(unread.size()) +
                            (unread.size() == 1 ? " key is" : " keys are") +
                            " read by no object and not by mamba-asr's trainer: " + list;
@@ -209,7 +228,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
                     e.what());
       return 0;
     }
-    check_unread_keys(hp, options.strict, true);
+    check_unread_keys(hp, options.strict, true, true);
     return 0;
   }
   train::TrainRunOptions run;
@@ -256,7 +275,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   // One training loop for every recipe: an LM recipe (`model` is a TransformerLM) trains the LM
   // task, any other the ASR task (train/train_loop.h).
   train::TrainLoop loop(hp, run);
-  check_unread_keys(hp, options.strict, !env || env->rank == 0);
+  check_unread_keys(hp, options.strict, !env || env->rank == 0, false);
   if (options.average_only) {
     std::cout << loop.average_checkpoints() << "\n";
     return 0;

@@ -54,6 +54,9 @@ BatchingConfig batching_from(const hparams::Hparams& hp, const hparams::Value* d
     }
     d.seed = static_cast<uint64_t>(seed);
     d.validate();
+    // The dynamic sampler orders batches by its own shuffle / batch_ordering; a sorted dataset
+    // in front of it changes nothing.
+    hp.mark_read("sorting");
   } else {
     auto& f = b.fixed_options;
     if (loader_opts != nullptr) {

@@ -47,12 +47,34 @@ std::unique_ptr<TrainTask> make_task(const hparams::Hparams& hp, const TrainConf
 
 void mark_covered_settings(const hparams::Hparams& hp) {
   // SpeechBrain's Brain and its train.py use these objects; the trainer writes its own
-  // checkpoints (save_folder), counts epochs (number_of_epochs), logs (train_log.txt, log.jsonl)
-  // and computes WER, CER and accuracy itself, so their arguments change nothing here.
-  for (const char* key : {"checkpointer", "epoch_counter", "train_logger", "error_rate_computer",
-                          "cer_computer", "acc_computer"}) {
+  // checkpoints (save_folder), counts epochs (number_of_epochs), logs (train_log.txt, log.jsonl),
+  // computes WER, CER and accuracy, moves `model` to the device, and computes its losses from the
+  // top-level settings these objects refer to (ctc_weight, label_smoothing, blank_index, ...),
+  // so their own arguments change nothing here.
+  for (const char* key :
+       {"checkpointer", "epoch_counter", "train_logger", "error_rate_computer", "cer_computer",
+        "acc_computer", "wer_computer", "modules", "log_softmax", "ctc_cost", "seq_cost",
+        "compute_cost"}) {
     hp.mark_read(key);
   }
+}
+
+const std::vector<std::string>& keys_outside_training() {
+  static const std::vector<std::string> keys = {
+      // data preparation (SpeechBrain's librispeech_prepare.py and the LM corpus download)
+      "train_splits", "dev_splits", "test_splits", "skip_prep", "lm_corpus_path",
+      "train_transcripts_pattern", "dev_transcripts_pattern", "test_transcripts_pattern",
+      // the test stage after training
+      "test_csv", "test_dataloader_opts", "test_search", "test_beam_search", "test_beam_size",
+      "scorer_test_search", "output_wer_folder", "wer_file", "skip_train",
+      // beam search and LM fusion (validation here decodes CTC greedily; `decode` has its own)
+      "valid_search", "valid_beam_size", "scorer_valid_search", "min_decode_ratio",
+      "max_decode_ratio", "lm_weight", "ctc_weight_decode", "lm_model", "ctc_scorer",
+      "transformerlm_scorer", "pretrainer", "pretrained_lm_tokenizer_path", "no_lm", "beam_size",
+      "beam_prune_logp", "token_prune_min_logp", "prune_history",
+      // experiment tracking
+      "use_wandb", "wandb_logger", "project", "resume"};
+  return keys;
 }
 
 void read_training_settings(const hparams::Hparams& hp) {

@@ -72,6 +72,10 @@ at::Device pick_training_device(const runtime::DeviceChoice& choice);
 void read_training_settings(const hparams::Hparams& hp);
 // The same marking alone, for a TrainLoop that has read the rest.
 void mark_covered_settings(const hparams::Hparams& hp);
+// Keys of SpeechBrain's and Mamba-ASR's recipes that their scripts read outside training (data
+// preparation, the test stage, beam search and LM fusion, experiment tracking): `train` leaves
+// that work to other commands, and names these keys apart from the unknown ones.
+const std::vector<std::string>& keys_outside_training();
 
 enum class TrainOutcome { kFinished, kStopped };
 

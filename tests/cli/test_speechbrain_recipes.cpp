@@ -1,8 +1,8 @@
 // tests/cli/test_speechbrain_recipes.cpp
 // SpeechBrain's own LibriSpeech hparams files (tests/fixtures/speechbrain, v1.0.0 and main, copied
 // unchanged; SOURCE.md names the commits) through `mamba-asr train FILE --dry-run`, as a user
-// would run them: every file of a supported recipe family loads, and its `model` has the
-// parameter count SpeechBrain's own classes give it (param_counts.tsv, written by
+// would run them: every file of a supported recipe family loads with --strict (no key left
+// unread), and its `model` has the parameter count SpeechBrain's own classes give it (param_counts.tsv, written by
 // make_param_counts.py from the upstream code). Files outside those families fail with an
 // error that names the families mamba-asr loads.
 #include <catch2/catch.hpp>
@@ -51,7 +51,7 @@ std::map<std::string, std::string> upstream_counts() {
 masr::testing::CliResult dry_run(const std::string& file) {
   // Every placeholder these files have, filled as a user would.
   return masr::testing::run_cli("train " + kRoot + "/" + file +
-                                " --dry-run --data_folder /tmp/LibriSpeech");
+                                " --dry-run --strict --data_folder /tmp/LibriSpeech");
 }
 
 }  // namespace
