@@ -18,6 +18,7 @@
 #include "runtime/autocast.h"
 #include "runtime/device.h"
 #include "train/asr_train_task.h"
+#include "train/lm_data.h"
 #include "train/lm_train_task.h"
 #include "train/train_data.h"
 #include "train/training_curves.h"
@@ -83,6 +84,7 @@ void read_training_settings(const hparams::Hparams& hp) {
   // As AsrTrainTask::load and LmTrainTask::load (and ensure_tokenizer) read them.
   (void)hp.find("tokenizer");
   if (config.language_model) {
+    (void)lm_corpus_from(hp);
     (void)hp.find("loss_reduction");
     (void)models::LmModel::from_hparams(hp);
     return;
