@@ -351,7 +351,8 @@ stage_scale() {
   local run
   for run in ${SCALE_RUNS:-new1 new2 new4 new2x2 base1 base2 base4}; do
     # new: this tree; base: .base's binary; old: this tree with every A/B switch off (the
-    # changes of 2026-11-28: MASR_GRAD_SLICES, MASR_CONV_MODULE_MATMUL, MASR_CAUSAL_CONV_CHUNKED).
+    # changes of 2026-11-28: MASR_GRAD_SLICES, MASR_CONV_MODULE_MATMUL, and MASR_CAUSAL_CONV_CHUNKED
+    # of branch cconv-31, which a build without it ignores).
     local bin=$BIN layout=${run#new} RUN_ENV=""
     [[ $run == base* ]] && bin=$BIN_BASE layout=${run#base}
     [[ $run == old* ]] && layout=${run#old} RUN_ENV="$OLD_ENV"
