@@ -196,7 +196,12 @@ TEST_CASE("train names the keys nothing reads, and --strict refuses them", "[cli
            std::string(MASR_SOURCE_DIR) + "/hparams")) {
     if (entry.path().extension() != ".yaml") continue;
     INFO(entry.path().string());
-    r = run("train " + entry.path().string() + " --dry-run --strict --data_folder " + dir);
+    // The bundle's LM recipe names the bundle's tokenizer as a placeholder of its own.
+    const std::string tokenizer = entry.path().filename() == "transformer_synth_bundle.yaml"
+                                      ? " --tokenizer_file " + dir + "/tokenizer.model"
+                                      : "";
+    r = run("train " + entry.path().string() + " --dry-run --strict --data_folder " + dir +
+            tokenizer);
     CHECK(r.code == 0);
     CHECK_THAT(r.output, !Catch::Contains("read by no object"));
   }
