@@ -4,8 +4,12 @@
 
 #include <ATen/ATen.h>
 
+#include <fnmatch.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "core/error.h"
 #include "models/lm_model.h"
@@ -26,13 +30,23 @@ std::vector<std::string> paths_at(const hparams::Hparams& hp, const std::string&
   return out;
 }
 
-void append_text_file(const std::string& path, data::Manifest& out) {
+void append_text_file(const std::string& path, data::Manifest& out, bool speechbrain_transcripts) {
   std::ifstream in(path);
   if (!in) throw_io_error("LM text file '" + path + "' cannot be opened");
+  // SpeechBrain's LibriSpeech LM dataset: re.sub(r"\d+-\d+-\d+\s", "", line), then strip, and
+  // only lines under 1,000 characters.
+  static const std::regex utterance_id("[0-9]+-[0-9]+-[0-9]+[ \t\n\r\f\v]");
   size_t line_number = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (speechbrain_transcripts) {
+      line = std::regex_replace(line, utterance_id, "");
+      const size_t first = line.find_first_not_of(" \t\f\v");
+      const size_t last = line.find_last_not_of(" \t\f\v");
+      line = first == std::string::npos ? "" : line.substr(first, last - first + 1);
+      if (line.size() >= 1000) continue;
+    }
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     data::ManifestRow row;
     row.id = path + ":" + std::to_string(line_number);
@@ -44,6 +58,73 @@ void append_text_file(const std::string& path, data::Manifest& out) {
 
 }  // namespace
 
+namespace {
+
+// glob_files: the matches of parts[i..] under `at`.
+void glob_into(const std::filesystem::path& at, const std::vector<std::string>& parts, size_t i,
+               std::vector<std::string>& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (i == parts.size()) {
+    if (fs::is_regular_file(at, ec)) out.push_back(at.string());
+    return;
+  }
+  if (!fs::is_directory(at, ec)) return;
+  const std::string& part = parts[i];
+  if (part == "**") {
+    glob_into(at, parts, i + 1, out);  // no folder
+    for (fs::recursive_directory_iterator it(at, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (!name.empty() && name[0] == '.') {
+        if (it->is_directory(ec)) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_directory(ec)) glob_into(it->path(), parts, i + 1, out);
+    }
+    return;
+  }
+  if (part.find_first_of("*?[") == std::string::npos) {
+    glob_into(at / part, parts, i + 1, out);
+    return;
+  }
+  for (fs::directory_iterator it(at, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (fnmatch(part.c_str(), name.c_str(), FNM_PERIOD) == 0) glob_into(it->path(), parts, i + 1, out);
+  }
+}
+
+std::vector<std::string> transcript_patterns(const hparams::Hparams& hp, const std::string& key,
+                                             const std::string& folder) {
+  std::vector<std::string> out;
+  for (const std::string& pattern : paths_at(hp, key)) {
+    out.push_back(pattern.empty() || pattern[0] == '/' || folder.empty()
+                      ? pattern
+                      : (std::filesystem::path(folder) / pattern).string());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> glob_files(const std::string& pattern) {
+  std::vector<std::string> parts;
+  for (size_t start = 0; start <= pattern.size();) {
+    const size_t slash = std::min(pattern.find('/', start), pattern.size());
+    if (slash > start) parts.push_back(pattern.substr(start, slash - start));
+    start = slash + 1;
+  }
+  std::vector<std::string> out;
+  glob_into(!pattern.empty() && pattern[0] == '/' ? "/" : ".", parts, 0, out);
+  if (pattern.empty() || pattern[0] != '/') {
+    for (auto& path : out) {
+      if (path.rfind("./", 0) == 0) path.erase(0, 2);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());  // `**/**` finds a file twice
+  return out;
+}
+
 LmCorpusConfig lm_corpus_from(const hparams::Hparams& hp) {
   LmCorpusConfig c;
   c.train_csv = paths_at(hp, "train_csv");
@@ -53,17 +134,26 @@ LmCorpusConfig lm_corpus_from(const hparams::Hparams& hp) {
   for (const std::string& path : paths_at(hp, "lm_corpus_path")) c.train_text.push_back(path);
   c.valid_text = paths_at(hp, "lm_valid_data");
   c.test_text = paths_at(hp, "lm_test_data");
-  if (c.train_csv.empty() && c.train_text.empty()) {
+  const hparams::Value* folder = hp.find("data_folder");
+  const std::string root = folder != nullptr && !folder->is_null() ? folder->as_string() : "";
+  c.train_patterns = transcript_patterns(hp, "train_transcripts_pattern", root);
+  c.valid_patterns = transcript_patterns(hp, "dev_transcripts_pattern", root);
+  c.test_patterns = transcript_patterns(hp, "test_transcripts_pattern", root);
+  c.speechbrain_transcripts =
+      !c.train_patterns.empty() || !c.valid_patterns.empty() || !c.test_patterns.empty();
+  if (c.train_csv.empty() && c.train_text.empty() && c.train_patterns.empty()) {
     throw_config_error("hparams " + hp.source() +
-                       ": the LM has no training text; give train_csv, lm_train_data or "
-                       "lm_corpus_path");
+                       ": the LM has no training text; give train_csv, lm_train_data, "
+                       "lm_corpus_path or train_transcripts_pattern");
   }
   return c;
 }
 
 data::Manifest read_lm_sentences(const std::vector<std::string>& csvs,
                                  const std::vector<std::string>& texts,
-                                 const data::Replacements& replacements) {
+                                 const data::Replacements& replacements,
+                                 const std::vector<std::string>& patterns,
+                                 bool speechbrain_transcripts) {
   data::Manifest out;
   out.has_durations = false;
   for (const std::string& csv : csvs) {
@@ -74,7 +164,14 @@ data::Manifest read_lm_sentences(const std::vector<std::string>& csvs,
   }
   for (const std::string& text : texts) {
     out.origin += (out.origin.empty() ? "" : ", ") + text;
-    append_text_file(text, out);
+    append_text_file(text, out, speechbrain_transcripts);
+  }
+  for (const std::string& pattern : patterns) {
+    const std::vector<std::string> files = glob_files(pattern);
+    if (files.empty()) throw_io_error("LM text: no file matches '" + pattern + "'");
+    out.origin += (out.origin.empty() ? "" : ", ") + pattern + " (" +
+                  std::to_string(files.size()) + (files.size() == 1 ? " file)" : " files)");
+    for (const std::string& file : files) append_text_file(file, out, speechbrain_transcripts);
   }
   return out;
 }

@@ -63,12 +63,16 @@ void LmTrainTask::load(const TaskContext& context) {
     reduction_ = config().reduction;
   }
   const data::Replacements replacements = config().csv_replacements();
-  train_set_ = read_lm_sentences(corpus_.train_csv, corpus_.train_text, replacements);
+  const bool sb = corpus_.speechbrain_transcripts;
+  train_set_ = read_lm_sentences(corpus_.train_csv, corpus_.train_text, replacements,
+                                 corpus_.train_patterns, sb);
   if (train_set_.size() == 0) {
     throw_input_error("train: the LM training text (" + train_set_.origin + ") holds no sentence");
   }
-  valid_set_ = read_lm_sentences(corpus_.valid_csv, corpus_.valid_text, replacements);
-  test_set_ = read_lm_sentences(corpus_.test_csv, corpus_.test_text, replacements);
+  valid_set_ = read_lm_sentences(corpus_.valid_csv, corpus_.valid_text, replacements,
+                                 corpus_.valid_patterns, sb);
+  test_set_ = read_lm_sentences(corpus_.test_csv, corpus_.test_text, replacements,
+                                corpus_.test_patterns, sb);
   const auto tokenizer =
       rank0_first(*context.parallel, [&] { return ensure_lm_tokenizer(hp, config(), train_set_); });
   train_tokens_ = tokenize_sentences(train_set_, *tokenizer);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/atomic_file.h"
+#include "hparams/hparams.h"
 #include "models/checkpoint.h"
 #include "models/lm_model.h"
 #include "text/tokenizer.h"
@@ -254,4 +255,56 @@ TEST_CASE("decode --lm: a trained LM sharing the ASR tokenizer joins the s2s sea
                                "/model.masr --lm-weight 0.5 > " + dir.file("hyp2.txt") + " 2> " +
                                dir.file("decode2.log")) == 0);
   CHECK(read_file(dir.file("hyp2.txt")).rfind("utt0", 0) == 0);
+}
+
+// SpeechBrain's LibriSpeech LM recipe reads the LibriSpeech transcripts through glob patterns
+// under data_folder (train.py's glob.glob(..., recursive=True)) and its dataset script drops the
+// utterance ids and lines of 1,000 characters or more.
+TEST_CASE("LM text from SpeechBrain's transcript patterns: glob, ids removed, long lines out",
+          "[train][lm]") {
+  const std::string root = fs::temp_directory_path() / ("masr_lm_globs_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  auto write = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories(fs::path(root + "/" + rel).parent_path());
+    std::ofstream(root + "/" + rel) << text;
+  };
+  write("train-clean-100/19/198/19-198.trans.txt",
+        "19-198-0000 NORTHANGER ABBEY\n19-198-0001 CHAPTER ONE\n");
+  write("train-other-500/20/205/20-205.trans.txt", "20-205-0007 NO ONE WHO HAD EVER SEEN\n");
+  write("train-clean-360/top.trans.txt", "1-2-3 ZERO FOLDERS DEEP\n" + std::string(1200, 'A') + "\n");
+  write("train-clean-100/.hidden/1-1.trans.txt", "1-1-1 HIDDEN\n");
+  write("dev-clean/84/121/84-121.trans.txt", "84-121-0000 GO DO YOU HEAR\n");
+  write("train-clean-100/19/198/notes.txt", "NOT A TRANSCRIPT\n");
+
+  const auto files = glob_files(root + "/train*/**/*.trans.txt");
+  REQUIRE(files.size() == 3);  // the hidden folder and the other names left out
+  CHECK(files[0] == root + "/train-clean-100/19/198/19-198.trans.txt");
+  CHECK(files[1] == root + "/train-clean-360/top.trans.txt");
+  CHECK(files[2] == root + "/train-other-500/20/205/20-205.trans.txt");
+  CHECK(glob_files(root + "/nothing*/**/*.txt").empty());
+
+  const std::string yaml = "data_folder: " + root +
+                           "\ntrain_transcripts_pattern: \"train*/**/*.trans.txt\"\n"
+                           "dev_transcripts_pattern: \"dev*/**/*.trans.txt\"\n"
+                           "test_transcripts_pattern: \"test*/**/*.trans.txt\"\n";
+  const auto hp = hparams::load_text(yaml);
+  const LmCorpusConfig corpus = lm_corpus_from(hp);
+  CHECK(corpus.speechbrain_transcripts);
+  REQUIRE(corpus.train_patterns.size() == 1);
+  const data::Manifest train =
+      read_lm_sentences({}, {}, {}, corpus.train_patterns, corpus.speechbrain_transcripts);
+  std::vector<std::string> sentences;
+  for (const auto& row : train.rows) sentences.push_back(row.wrd);
+  CHECK(sentences == std::vector<std::string>{"NORTHANGER ABBEY", "CHAPTER ONE",
+                                              "ZERO FOLDERS DEEP", "NO ONE WHO HAD EVER SEEN"});
+  const data::Manifest dev = read_lm_sentences({}, {}, {}, corpus.valid_patterns, true);
+  REQUIRE(dev.rows.size() == 1);
+  CHECK(dev.rows[0].wrd == "GO DO YOU HEAR");
+  // A split whose pattern matches nothing is an error naming the pattern.
+  CHECK_THROWS_WITH(read_lm_sentences({}, {}, {}, corpus.test_patterns, true),
+                    Catch::Contains("no file matches") && Catch::Contains("test*/**/*.trans.txt"));
+  // Without any training text at all, the error names the keys that give it.
+  CHECK_THROWS_WITH(lm_corpus_from(hparams::load_text("data_folder: /x\n")),
+                    Catch::Contains("train_transcripts_pattern"));
+  fs::remove_all(root);
 }
