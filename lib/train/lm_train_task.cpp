@@ -64,6 +64,12 @@ void LmTrainTask::load(const TaskContext& context) {
   }
   const data::Replacements replacements = config().csv_replacements();
   const bool sb = corpus_.speechbrain_transcripts;
+  if (const hparams::Value* corpus = hp.find("lm_corpus_path");
+      sb && (corpus == nullptr || corpus->is_null())) {
+    MASR_LOG_WARN("train: lm_corpus_path is null: SpeechBrain's LM recipe then downloads "
+                  "librispeech-lm-norm.txt.gz; mamba-asr downloads nothing and trains on the "
+                  "transcripts alone (give lm_corpus_path to add that corpus)");
+  }
   train_set_ = read_lm_sentences(corpus_.train_csv, corpus_.train_text, replacements,
                                  corpus_.train_patterns, sb);
   if (train_set_.size() == 0) {
