@@ -103,9 +103,9 @@ TEST_CASE("SpeechBrain's recipes of every supported family train a few steps",
   std::string transcripts;
   for (size_t n = 0; n < texts.size(); ++n) {
     std::vector<int16_t> samples;
-    for (char c : texts[n]) {  // a tone per letter, 60 ms each
+    for (char c : texts[n]) {  // a tone per letter, 120 ms each (Branchformer: > 15 frames)
       const double f = c == ' ' ? 0.0 : 200.0 + 40.0 * (c - 'A');
-      for (int i = 0; i < 960; ++i) {
+      for (int i = 0; i < 1920; ++i) {
         samples.push_back(static_cast<int16_t>(9000 * std::sin(2 * M_PI * f * i / 16000.0)));
       }
     }
