@@ -123,8 +123,8 @@ TEST_CASE("SpeechBrain's recipes of every supported family train a few steps",
   scratch.write("dev-clean/3/4/3-4.trans.txt", transcripts);
   scratch.write("test-clean/5/6/5-6.trans.txt", transcripts);
   const std::string data = scratch.file("");
-  const std::string common = " --data_folder " + data + " --number_of_epochs 1 --num_workers 0";
-  const std::string asr = common + " --train_csv " + train_csv + " --valid_csv " + train_csv +
+  const std::string common = " --data_folder " + data + " --number_of_epochs 1";
+  const std::string asr = common + " --num_workers 0 --train_csv " + train_csv + " --valid_csv " + train_csv +
                           " --test_csv " + train_csv + " --d_model 32 --nhead 2" +
                           " --num_encoder_layers 1 --output_neurons 31";
   struct Run {
