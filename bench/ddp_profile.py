@@ -66,6 +66,10 @@ def run_summary(path):
             "normalize_ms": median(col("normalize")),
             "backward_ms": median(col("backward")),
         }
+        threads = p.get("threads_per_step_ms")
+        if threads:  # profiles written since 2026-11-28 (Linux): CPU run and run-queue wait
+            for key in ("training_run", "training_cpu_wait", "autograd_run", "autograd_cpu_wait"):
+                out["ranks"][rank][key + "_ms"] = median(threads.get(key, []))
     if len(compute) > 1:
         n = min(len(c) for c in compute.values())
         for rank, comp in compute.items():
@@ -89,6 +93,10 @@ def main():
                   f"(normalize {q['normalize_ms']:.2f}, backward {q['backward_ms']:.1f}), "
                   f"collectives {q['collectives_ms']:.2f}"
                   + (f", mean wait for the slowest {wait:.2f} ms" if wait is not None else ""))
+            if "training_run_ms" in q:
+                print(f"          CPU per step: training thread ran {q['training_run_ms']:.1f} ms, "
+                      f"waited for a CPU {q['training_cpu_wait_ms']:.2f}; autograd thread ran "
+                      f"{q['autograd_run_ms']:.1f}, waited {q['autograd_cpu_wait_ms']:.2f}")
     print("JSON " + json.dumps(results))
 
 

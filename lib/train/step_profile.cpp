@@ -9,8 +9,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <string>
+
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #ifdef MASR_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -21,6 +28,60 @@ namespace masr::train {
 namespace {
 
 thread_local StepProfile* active_profile = nullptr;
+
+// CPU time of the threads that pace a step, from Linux's /proc/<pid>/task/<tid>/schedstat: the
+// nanoseconds a thread ran and the nanoseconds it waited, runnable, for a CPU. The calling
+// (training) thread, and LibTorch's autograd device threads ("pt_autograd_*"), which run a CUDA
+// backward. A thread that waits for a CPU while its GPU idles makes its rank the straggler of a
+// data-parallel step (bench/results/2026-11-28-h200-x4-scaling.md).
+struct ThreadTimes {
+  double train_run_ms = 0, train_wait_ms = 0, autograd_run_ms = 0, autograd_wait_ms = 0;
+};
+
+bool read_schedstat(const std::string& path, double& run_ms, double& wait_ms) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return false;
+  unsigned long long run = 0, wait = 0;
+  const bool ok = std::fscanf(f, "%llu %llu", &run, &wait) == 2;
+  std::fclose(f);
+  if (ok) {
+    run_ms = static_cast<double>(run) / 1e6;
+    wait_ms = static_cast<double>(wait) / 1e6;
+  }
+  return ok;
+}
+
+ThreadTimes thread_times() {
+  ThreadTimes t;
+#ifdef __linux__
+  namespace fs = std::filesystem;
+  const std::string self = std::to_string(static_cast<long long>(::syscall(SYS_gettid)));
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc/self/task", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string tid = it->path().filename().string();
+    double run = 0, wait = 0;
+    if (tid == self) {
+      if (read_schedstat(it->path().string() + "/schedstat", run, wait)) {
+        t.train_run_ms += run;
+        t.train_wait_ms += wait;
+      }
+      continue;
+    }
+    std::FILE* f = std::fopen((it->path().string() + "/comm").c_str(), "r");
+    if (f == nullptr) continue;
+    char name[32] = {0};
+    const bool named = std::fgets(name, sizeof(name), f) != nullptr;
+    std::fclose(f);
+    if (named && std::string(name).rfind("pt_autograd", 0) == 0 &&
+        read_schedstat(it->path().string() + "/schedstat", run, wait)) {
+      t.autograd_run_ms += run;
+      t.autograd_wait_ms += wait;
+    }
+  }
+#endif
+  return t;
+}
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -37,6 +98,9 @@ struct StepProfile::State {
   std::vector<std::vector<double>> ms;             // [phase][step]
   std::vector<std::vector<double>> host_ms;        // [phase][step], host clock
   std::vector<double> step_ms, step_host_ms;       // [step]
+  // [step]: CPU time run and waited for by the training and autograd threads (thread_times).
+  std::vector<double> train_run_ms, train_wait_ms, autograd_run_ms, autograd_wait_ms;
+  ThreadTimes times_at_begin;
   std::vector<double> syncs;                       // [phase], summed over steps
   std::map<std::string, int> sync_sites;           // "phase: call stack" -> count
   // The running step: boundary i opens phase marks[i] (the last boundary closes the step).
@@ -98,6 +162,7 @@ void StepProfile::begin_step(const char* first) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.marks.clear();
   s.open = true;
+  s.times_at_begin = thread_times();
   s.boundary(s.index_of(first));
 }
 
@@ -137,6 +202,11 @@ void StepProfile::end_step() {
   }
   s.step_ms.push_back(total);
   s.step_host_ms.push_back(host_total);
+  const ThreadTimes now = thread_times(), &then = s.times_at_begin;
+  s.train_run_ms.push_back(now.train_run_ms - then.train_run_ms);
+  s.train_wait_ms.push_back(now.train_wait_ms - then.train_wait_ms);
+  s.autograd_run_ms.push_back(now.autograd_run_ms - then.autograd_run_ms);
+  s.autograd_wait_ms.push_back(now.autograd_wait_ms - then.autograd_wait_ms);
 }
 
 int64_t StepProfile::steps() const { return static_cast<int64_t>(state_->step_ms.size()); }
@@ -219,11 +289,18 @@ nlohmann::json StepProfile::json() const {
   // Every step's times, phase by phase: ranks' files side by side show which rank waited for
   // which in each step (bench/ddp_profile.py).
   nlohmann::json per_step = {{"step", state_->step_ms}, {"step_host", state_->step_host_ms}};
+  // Linux only (zeros elsewhere): CPU time the training and autograd threads ran, and waited
+  // for a CPU while runnable, per step.
+  nlohmann::json threads = {{"training_run", state_->train_run_ms},
+                            {"training_cpu_wait", state_->train_wait_ms},
+                            {"autograd_run", state_->autograd_run_ms},
+                            {"autograd_cpu_wait", state_->autograd_wait_ms}};
   for (size_t i = 0; i < state_->names.size(); ++i) per_step[state_->names[i]] = state_->ms[i];
   return {{"steps", steps()},
           {"timing", state_->cuda ? "cuda-events" : "steady-clock"},
           {"phases", phases},
           {"per_step_ms", per_step},
+          {"threads_per_step_ms", threads},
           {"sync_sites", sites}};
 }
 

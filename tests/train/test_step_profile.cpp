@@ -157,3 +157,26 @@ TEST_CASE("train --profile N: the first N batches' phases in profile.json and th
   CHECK(nlohmann::json::parse(read_file(later + "/profile.json"))["steps"] == 2);
   CHECK_THAT(read_file(dir.file("later.txt")), Catch::Contains("step profile of batches 3-4"));
 }
+
+TEST_CASE("StepProfile: the training thread's CPU time per step (Linux schedstat)", "[train]") {
+  StepProfile profile(at::kCPU);
+  for (int step = 0; step < 3; ++step) {
+    profile.begin_step("work");
+    busy_for(std::chrono::milliseconds(30));  // about 30 ms of CPU on this thread
+    profile.end_step();
+  }
+  const nlohmann::json j = profile.json();
+  REQUIRE(j.contains("threads_per_step_ms"));
+  const auto& threads = j["threads_per_step_ms"];
+  REQUIRE(threads["training_run"].size() == 3);
+  REQUIRE(threads["autograd_run"].size() == 3);
+#ifdef __linux__
+  for (double run : threads["training_run"].get<std::vector<double>>()) {
+    // The busy loop ran on this thread (less only if the machine took the CPU away, which
+    // training_cpu_wait then shows).
+    CHECK(run > 5.0);
+    CHECK(run < 1000.0);
+  }
+  for (double wait : threads["training_cpu_wait"].get<std::vector<double>>()) CHECK(wait >= 0.0);
+#endif
+}
