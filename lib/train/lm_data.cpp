@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "models/lm_model.h"
 #include "train/train_data.h"
 
@@ -186,6 +187,13 @@ std::shared_ptr<const text::Tokenizer> ensure_lm_tokenizer(const hparams::Hparam
   }
   const hparams::Value* file = hp.find("tokenizer_file");
   const std::string path = file && !file->is_null() ? file->as_string() : "";
+  if (!path.empty() && !std::filesystem::exists(path)) {
+    // SpeechBrain's LM recipe names the ASR model's tokenizer on the HuggingFace Hub here.
+    MASR_LOG_WARN("train: tokenizer_file '%s' does not exist (SpeechBrain would download it); "
+                  "the LM gets a tokenizer of its own, so it only fits ASR models trained with "
+                  "that one",
+                  path.c_str());
+  }
   if (!path.empty() && std::filesystem::exists(path)) {
     auto shared = models::read_tokenizer_file(path);
     if (shared->vocab_size() != config.output_neurons) {

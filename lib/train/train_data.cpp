@@ -36,6 +36,15 @@ std::shared_ptr<text::Tokenizer> ensure_tokenizer(const hparams::Hparams& hp,
     auto tokenizer = std::dynamic_pointer_cast<text::Tokenizer>(v->instance()->object);
     if (tokenizer && tokenizer->loaded()) return tokenizer;
   }
+  // SpeechBrain's LibriSpeech recipes take a pretrained tokenizer through their pretrainer.
+  if (const hparams::Value* from = hp.find("pretrained_lm_tokenizer_path");
+      from != nullptr && !from->is_null()) {
+    MASR_LOG_WARN("train: SpeechBrain's recipe loads its tokenizer from '%s' through its "
+                  "pretrainer; mamba-asr downloads nothing and uses a tokenizer of its own "
+                  "(the save folder's, or one trained on the training transcripts), so this "
+                  "model's tokens are not that tokenizer's",
+                  from->str().c_str());
+  }
   return load_or_train_tokenizer(
       config,
       [&config] {
