@@ -31,6 +31,10 @@ struct GradientBuckets::State {
     int64_t offset = 0;
     bool filled = false;  // this step's gradient is in the bucket
     unsigned hook = 0;
+    // The parameter's slice of its bucket as a tensor of its own rather than an autograd view
+    // (optimizers that zero gradients in place call detach_() on them first, which views
+    // refuse); made once, handed to p.grad by finish().
+    at::Tensor slice;
   };
   struct Bucket {
     at::Tensor flat;
@@ -50,17 +54,14 @@ struct GradientBuckets::State {
   at::Tensor view(const Slot& s) const {
     return buckets[s.bucket].flat.narrow(0, s.offset, s.param.numel()).view(s.param.sizes());
   }
-  // The same memory as view(s), as a tensor of its own rather than an autograd view: optimizers
-  // that zero gradients in place call detach_() on them first, which views refuse.
-  at::Tensor slice(const Slot& s) const {
-    const at::Tensor& flat = buckets[s.bucket].flat;
-    return at::empty({0}, flat.options())
-        .set_(flat.storage(), flat.storage_offset() + s.offset, s.param.sizes());
-  }
-  // Whether p.grad is still the slice finish() made it.
+  // Whether p.grad is still the slice finish() gave it (pointer arithmetic only: this runs for
+  // every parameter before every backward).
   bool grad_is_slice(const Slot& s) const {
     const at::Tensor& grad = s.param.grad();
-    return grad.defined() && grad.data_ptr() == view(s).data_ptr();
+    if (!grad.defined()) return false;
+    const at::Tensor& flat = buckets[s.bucket].flat;
+    return grad.data_ptr() ==
+           static_cast<const char*>(flat.data_ptr()) + s.offset * flat.element_size();
   }
   void fill(Slot& s, const at::Tensor& incoming) {
     at::Tensor v = view(s);
@@ -120,6 +121,11 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters, int64_t buc
       numel += st.slots[i].param.numel();
     }
     bucket.flat = at::zeros({numel}, st.slots[group.front()].param.options());
+    for (size_t i : group) {
+      st.slots[i].slice = at::empty({0}, bucket.flat.options())
+                              .set_(bucket.flat.storage(), st.slots[i].offset,
+                                    st.slots[i].param.sizes());
+    }
     bucket.slots = group;
     bucket.pending = group.size();
     st.buckets.push_back(std::move(bucket));
@@ -197,7 +203,7 @@ void GradientBuckets::finish() {
     // host's), and the averages are not held twice (PyTorch DDP's gradient_as_bucket_view).
     if (used_any[i] > 0.0f) {
       if (kGradientSlices) {
-        s.param.mutable_grad() = st.slice(s);
+        s.param.mutable_grad() = s.slice;
       } else if (s.param.grad().defined() && !st.grad_is_slice(s)) {
         s.param.mutable_grad().copy_(st.view(s));
       } else {
