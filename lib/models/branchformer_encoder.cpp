@@ -9,8 +9,9 @@ namespace masr::models {
 
 BranchformerEncoderLayerImpl::BranchformerEncoderLayerImpl(const BranchformerConfig& c) {
   // RelPosMHAXL never masks future positions here (mask_pos_future=False upstream).
+  // HyperMixing's hypernetwork is 4 d_model wide here (SpeechBrain's BranchformerEncoderLayer).
   mha_layer = nn::SelfAttention(*this, "mha_layer", c.attention, c.d_model, c.nhead, c.dropout,
-                                /*causal=*/false);
+                                /*causal=*/false, 4 * c.d_model);
   convolution_branch =
       register_module("convolution_branch",
                       nn::ConvolutionBranch(c.d_model, c.csgu_linear_units, c.kernel_size,

@@ -9,7 +9,8 @@ namespace masr::models {
 
 ConformerEncoderLayerImpl::ConformerEncoderLayerImpl(const ConformerConfig& c) {
   mha_layer =
-      nn::SelfAttention(*this, "mha_layer", c.attention, c.d_model, c.nhead, c.dropout, c.causal);
+      nn::SelfAttention(*this, "mha_layer", c.attention, c.d_model, c.nhead, c.dropout, c.causal,
+                        c.d_ffn);
   register_macaron(c.d_model, c.d_ffn, c.kernel_size, c.bias, c.activation, c.dropout, c.causal);
 }
 

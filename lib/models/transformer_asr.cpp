@@ -64,7 +64,9 @@ TransformerASRImpl::TransformerASRImpl(const TransformerASRConfig& config) : con
         "positional_encoding", nn::PositionalEncoding(config_.d_model, config_.max_length));
   }
   encoder_adds_pe_ = attention == nn::AttentionType::kRegularMHA && positional_encoding_;
-  if (attention != nn::AttentionType::kRegularMHA) {
+  // HyperMixing adds its own positions inside each layer; the decoder takes the absolute
+  // encoding (SpeechBrain builds no positional_encoding_decoder for it).
+  if (attention == nn::AttentionType::kRelPosMHAXL || attention == nn::AttentionType::kRoPEMHA) {
     decoder_pe_ = register_module("positional_encoding_decoder",
                                   nn::PositionalEncoding(config_.d_model, config_.max_length));
   }

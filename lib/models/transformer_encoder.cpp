@@ -11,7 +11,8 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncode
     : normalize_before(c.normalize_before) {
   // Every attention kind is registered as `self_att`, SpeechBrain's attribute name.
   self_att =
-      nn::SelfAttention(*this, "self_att", c.attention, c.d_model, c.nhead, c.dropout, c.causal);
+      nn::SelfAttention(*this, "self_att", c.attention, c.d_model, c.nhead, c.dropout, c.causal,
+                        c.d_ffn);
   pos_ffn = register_module(
       "pos_ffn", nn::PositionwiseFeedForward(c.d_model, c.d_ffn, c.dropout, c.activation));
   norm1 = register_module("norm1", nn::SbLayerNorm(c.d_model, 1e-6));

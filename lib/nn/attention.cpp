@@ -120,15 +120,10 @@ AttentionType attention_type_from_name(const std::string& name, const std::strin
   if (name == "regularMHA") return AttentionType::kRegularMHA;
   if (name == "RelPosMHAXL") return AttentionType::kRelPosMHAXL;
   if (name == "RoPEMHA") return AttentionType::kRoPEMHA;
-  // SpeechBrain's HyperMixing recipes (hyperconformer_*, hyperbranchformer_*) stop here.
-  const std::string family =
-      name == "hypermixing"
-          ? " (SpeechBrain's HyperConformer and HyperBranchformer recipes are not supported "
-            "recipe families: the Conformer, Transformer and Branchformer encoder-decoders with "
-            "regularMHA, RelPosMHAXL or RoPEMHA attention are)"
-          : "";
+  if (name == "hypermixing") return AttentionType::kHyperMixing;
   throw_config_error(where + "attention_type '" + name +
-                     "' is not supported; expected regularMHA, RelPosMHAXL or RoPEMHA" + family);
+                     "' is not supported; expected regularMHA, RelPosMHAXL, RoPEMHA or "
+                     "hypermixing");
 }
 
 RoPEMHAImpl::RoPEMHAImpl(int64_t d_model_, int64_t nhead_, double dropout_)
@@ -179,8 +174,77 @@ at::Tensor RoPEMHAImpl::forward(const at::Tensor& x, const at::Tensor& attn_mask
   return out_proj->forward(out.transpose(1, 2).contiguous().view({bsz, len, d_model}));
 }
 
+ParallelMLPsImpl::ParallelMLPsImpl(int64_t input_size_, int64_t hidden_size, int64_t output_size,
+                                   int64_t num_mlps_, bool keep_output_size)
+    : num_mlps(num_mlps_) {
+  if (num_mlps <= 0 || input_size_ % num_mlps != 0 || hidden_size % num_mlps != 0 ||
+      output_size % num_mlps != 0) {
+    throw_config_error("HyperMixing: d_model " + std::to_string(input_size_) +
+                       " and hypernet size " + std::to_string(output_size) +
+                       " must divide into nhead " + std::to_string(num_mlps) + " heads");
+  }
+  input_size = input_size_ / num_mlps;
+  const int64_t hidden = hidden_size / num_mlps;
+  const int64_t output = keep_output_size ? output_size : output_size / num_mlps;
+  fc1_weights = register_parameter("fc1_weights", torch::empty({num_mlps, hidden, input_size}));
+  fc1_biases = register_parameter("fc1_biases", torch::empty({num_mlps, hidden}));
+  fc2_weights = register_parameter("fc2_weights", torch::empty({num_mlps, output, hidden}));
+  fc2_biases = register_parameter("fc2_biases", torch::empty({num_mlps, output}));
+  torch::NoGradGuard no_grad;
+  for (auto* p : {&fc1_weights, &fc1_biases, &fc2_weights, &fc2_biases}) {
+    torch::nn::init::xavier_uniform_(*p, std::sqrt(2.0));
+  }
+}
+
+at::Tensor ParallelMLPsImpl::forward(const at::Tensor& x) {
+  const int64_t batch = x.size(0), length = x.size(1);
+  // (B, T, m, f) through each MLP's (h, f) and (o, h) weights: (B, m, T, o).
+  const at::Tensor split = x.reshape({batch, length, num_mlps, input_size});
+  at::Tensor h = torch::einsum("blmf,mhf->bmlh", {split, fc1_weights}) +
+                 fc1_biases.unsqueeze(0).unsqueeze(2);
+  h = torch::gelu(h);
+  return torch::einsum("bmlh,mfh->bmlf", {h, fc2_weights}) + fc2_biases.unsqueeze(0).unsqueeze(2);
+}
+
+HyperMixingImpl::HyperMixingImpl(int64_t d_model_, int64_t hypernet_size, int64_t num_heads_,
+                                 int64_t max_length)
+    : d_model(d_model_), num_heads(num_heads_) {
+  hyper = register_module("hyper", std::make_shared<torch::nn::Module>());
+  w1_gen = hyper->register_module(
+      "w1_gen", ParallelMLPs(d_model, d_model, hypernet_size, num_heads, /*keep_output_size=*/false));
+  w2_gen = hyper->register_module(
+      "w2_gen", ParallelMLPs(d_model, d_model, hypernet_size, num_heads, /*keep_output_size=*/false));
+  layer_norm = register_module("layer_norm",
+                               torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
+  positional_encoding =
+      register_module("positional_encoding", PositionalEncoding(d_model, max_length));
+}
+
+at::Tensor HyperMixingImpl::forward(const at::Tensor& x, const at::Tensor& key_padding_mask) {
+  const int64_t batch = x.size(0), length = x.size(1);
+  at::Tensor out = x;
+  at::Tensor keep;  // (B, T, 1) float: 1 for real frames
+  if (key_padding_mask.defined()) {
+    keep = key_padding_mask.logical_not().unsqueeze(-1).to(torch::kFloat);
+    out = out * keep;
+  }
+  const at::Tensor hyper_input = out + positional_encoding->forward(out);
+  at::Tensor w1 = w1_gen->forward(hyper_input), w2 = w2_gen->forward(hyper_input);  // (B, m, T, k)
+  if (keep.defined()) {
+    w1 = w1 * keep.unsqueeze(1);
+    w2 = w2 * keep.unsqueeze(1);
+  }
+  // Heads into the batch: (B m, d / m, T) mixed over time by the generated (T, k) weights.
+  out = out.transpose(1, 2).reshape({batch * num_heads, d_model / num_heads, length});
+  w1 = w1.reshape({batch * num_heads, length, -1});
+  w2 = w2.reshape({batch * num_heads, length, -1});
+  out = torch::bmm(torch::gelu(torch::bmm(out, w1)), w2.transpose(1, 2));
+  return layer_norm->forward(out.reshape({batch, d_model, length}).transpose(1, 2));
+}
+
 SelfAttention::SelfAttention(torch::nn::Module& owner, const std::string& name, AttentionType type_,
-                             int64_t d_model, int64_t nhead, double dropout, bool causal)
+                             int64_t d_model, int64_t nhead, double dropout, bool causal,
+                             int64_t hypernet_size)
     : type(type_) {
   switch (type) {
     case AttentionType::kRegularMHA:
@@ -191,6 +255,10 @@ SelfAttention::SelfAttention(torch::nn::Module& owner, const std::string& name, 
       break;
     case AttentionType::kRoPEMHA:
       rotary = owner.register_module(name, RoPEMHA(d_model, nhead, dropout));
+      break;
+    case AttentionType::kHyperMixing:
+      // SpeechBrain's HyperMixing takes no dropout and ignores the causal mask.
+      hypermixing = owner.register_module(name, HyperMixing(d_model, hypernet_size, nhead, 3000));
       break;
   }
 }
@@ -203,6 +271,8 @@ at::Tensor SelfAttention::forward(const at::Tensor& x, const at::Tensor& pos_emb
       return relative->forward(x, pos_embs, attn_mask, key_padding_mask);
     case AttentionType::kRoPEMHA:
       return rotary->forward(x, attn_mask, key_padding_mask);
+    case AttentionType::kHyperMixing:
+      return hypermixing->forward(x, key_padding_mask);
     case AttentionType::kRegularMHA:
       break;
   }

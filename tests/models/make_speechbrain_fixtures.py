@@ -45,6 +45,11 @@ FAMILIES = [
      {"d_model": 32, "nhead": 4, "d_ffn": 64, "num_encoder_layers": 2}, "ctc"),
     ("sb_branchformer_ctc", f"{MAIN}/CTC/hparams/branchformer_large.yaml",
      {"d_model": 32, "nhead": 4, "csgu_linear_units": 96, "num_encoder_layers": 2}, "ctc"),
+    # HyperMixing (its hypernetwork is d_ffn wide in the Conformer, 4 d_model in the Branchformer).
+    ("sb_hyperconformer_s2s", f"{MAIN}/transformer/hparams/hyperconformer_8M.yaml", S2S, "s2s"),
+    ("sb_hyperbranchformer_s2s", f"{MAIN}/transformer/hparams/hyperbranchformer_13M.yaml",
+     {"d_model": 32, "nhead": 4, "csgu_linear_units": 96, "num_encoder_layers": 2,
+      "num_decoder_layers": 1, "output_neurons": 48, "d_ffn": 64}, "s2s"),
 ]
 
 

@@ -191,8 +191,8 @@ TEST_CASE("bad model configurations name the setting at fault", "[models]") {
   c.normalize_before = false;
   CHECK_THROWS_WITH(TransformerASR(c), Catch::Contains("normalize_before must be True"));
   c = tiny("conmamba", "transformer");
-  c.attention_type = "hypermixing";
-  CHECK_THROWS_WITH(TransformerASR(c), Catch::Contains("attention_type 'hypermixing'"));
+  c.attention_type = "hypermix";
+  CHECK_THROWS_WITH(TransformerASR(c), Catch::Contains("attention_type 'hypermix'"));
   CHECK_THROWS_WITH(masr::nn::activation_from_name("torch.nn.Tanh", "Transformer"),
                     Catch::Contains("activation 'torch.nn.Tanh' is not supported"));
   masr::nn::PositionalEncoding pe(8, 4);

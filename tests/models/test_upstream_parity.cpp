@@ -140,6 +140,12 @@ TEST_CASE("upstream parity: SpeechBrain's Branchformer, S2S and CTC", "[checkpoi
   check_asr_parity("sb_branchformer_ctc");
 }
 
+TEST_CASE("upstream parity: SpeechBrain's HyperConformer and HyperBranchformer (HyperMixing)",
+          "[checkpoint][speechbrain]") {
+  check_asr_parity("sb_hyperconformer_s2s");
+  check_asr_parity("sb_hyperbranchformer_s2s");
+}
+
 TEST_CASE("upstream parity: SpeechBrain's CTC Conformer", "[checkpoint][speechbrain]") {
   check_asr_parity("sb_conformer_ctc");
 }
