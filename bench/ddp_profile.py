@@ -11,7 +11,9 @@ profile-rank<R>.json). For each run it prints:
 - epoch: the epoch record's train_audio_per_sec (every rank's audio over the epoch's wall time);
 - per rank, from the profiled steps: median step, median compute (the step without data wait and
   collectives), median collectives wait, and the steps' mean wait for the slowest rank
-  (max over ranks of compute minus this rank's compute, step by step).
+  (max over ranks of compute minus this rank's compute, step by step);
+- with CUDA graphs (train/cuda_graph_step.h), per rank the profiled steps by kind: replayed (a
+  "replay" phase), captured (a "capture" phase) or eager (neither), each with its median step.
 """
 import glob
 import json
@@ -66,6 +68,14 @@ def run_summary(path):
             "normalize_ms": median(col("normalize")),
             "backward_ms": median(col("backward")),
         }
+        if "replay" in per or "capture" in per:
+            kinds = {"replayed": [], "captured": [], "eager": []}
+            for k in range(n):
+                kind = ("captured" if col("capture")[k] > 0 else
+                        "replayed" if col("replay")[k] > 0 else "eager")
+                kinds[kind].append(step[k])
+            out["ranks"][rank]["step_kinds"] = {
+                kind: {"steps": len(v), "step_ms": median(v)} for kind, v in kinds.items() if v}
         threads = p.get("threads_per_step_ms")
         if threads:  # profiles written since 2026-11-28 (Linux): CPU run and run-queue wait
             for key in ("training_run", "training_cpu_wait", "autograd_run", "autograd_cpu_wait"):
@@ -93,6 +103,10 @@ def main():
                   f"(normalize {q['normalize_ms']:.2f}, backward {q['backward_ms']:.1f}), "
                   f"collectives {q['collectives_ms']:.2f}"
                   + (f", mean wait for the slowest {wait:.2f} ms" if wait is not None else ""))
+            if "step_kinds" in q:
+                print("          steps: " + ", ".join(
+                    f"{kind} {v['steps']} (median {v['step_ms']:.1f} ms)"
+                    for kind, v in q["step_kinds"].items()))
             if "training_run_ms" in q:
                 print(f"          CPU per step: training thread ran {q['training_run_ms']:.1f} ms, "
                       f"waited for a CPU {q['training_cpu_wait_ms']:.2f}; autograd thread ran "

@@ -11,6 +11,8 @@
 #   step      bench train-step --profile vs ref_train_step.py: ConMamba-L S2S bf16 16 x 30 s as
 #             A/B pairs (PAIRS, default 2), then ConMamba-S S2S and ConMamba-L CTC once each
 #   stepL     the ConMamba-L S2S pairs alone (stepSC: the other two models, one pair each)
+#   graphab   the ConMamba-L S2S step op by op (MASR_CUDA_GRAPHS=0) against CUDA-graph replay,
+#             PAIRS pairs, and once each at the scale corpus's mean batch
 #   stepab    the ConMamba-L S2S step of this tree against .base's binary, PAIRS pairs
 #   stepswitch  the same against this tree with its A/B switches off (OLD_ENV), then one switch
 #             off at a time (scale runs "oldN": N GPUs with every switch off)
@@ -30,7 +32,8 @@
 #   scale     data-parallel scaling on $DATA (default .ddpdata: train_long.csv + valid.csv from
 #             bench/make_benchdata.sh) listed COPIES times: the runs of SCALE_RUNS, each
 #             NAME = new|base + 1|2|4|NxM (GPUs; NxM = N*M ranks started torchrun-style as N
-#             "nodes" of M, each node on its share of the CPUs and GPUs); base runs the binary
+#             "nodes" of M, each node on its share of the CPUs and GPUs; eagerN: CUDA graphs
+#             off, oldN: every A/B switch off); base runs the binary
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
 #             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz
@@ -130,7 +133,7 @@ stage_stepL() {
 }
 
 # The A/B switches of this tree (docs/training.md): every one off.
-OLD_ENV="MASR_GRAD_SLICES=0 MASR_CONV_MODULE_MATMUL=0 MASR_CAUSAL_CONV_CHUNKED=0"
+OLD_ENV="MASR_GRAD_SLICES=0 MASR_CONV_MODULE_MATMUL=0 MASR_CUDA_GRAPHS=0"
 
 # The ConMamba-L S2S step with every A/B switch off and on, in PAIRS alternating pairs (no .base
 # build needed), then with one switch off at a time.
@@ -141,8 +144,21 @@ stage_stepswitch() {
     ours_step "new-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
   done
   (export MASR_CONV_MODULE_MATMUL=0; ours_step noconvmm-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
-  (export MASR_CAUSAL_CONV_CHUNKED=0; ours_step nochunk-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
+  (export MASR_CUDA_GRAPHS=0; ours_step nograph-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
   grep -A40 'train-step profile' "$OUT/new-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+}
+
+# The ConMamba-L S2S step op by op (MASR_CUDA_GRAPHS=0) and replayed as a CUDA graph, in PAIRS
+# alternating pairs, then the same at the scale corpus's mean batch (30 x 15.8 s, 5 tokens/s).
+stage_graphab() {
+  local i
+  for i in $(seq 1 "$PAIRS"); do
+    (export MASR_CUDA_GRAPHS=0; ours_step eager-s2s-L-$i hparams/S2S/conmamba_large.yaml bf16 16 30)
+    ours_step graph-s2s-L-$i hparams/S2S/conmamba_large.yaml bf16 16 30
+  done
+  (export MASR_CUDA_GRAPHS=0; ours_step eager-s2s-L-b30 hparams/S2S/conmamba_large.yaml bf16 30 15.8 --tokens-per-second 5)
+  ours_step graph-s2s-L-b30 hparams/S2S/conmamba_large.yaml bf16 30 15.8 --tokens-per-second 5
+  grep -A40 'train-step profile' "$OUT/graph-s2s-L-1.err" | tee -a "$OUT/summary.txt"
 }
 
 # The ConMamba-L S2S step of this tree's binary against .base's (the code before a change), in
@@ -350,15 +366,15 @@ stage_scale() {
   { nvidia-smi topo -m; lscpu; lscpu -p=CPU,CORE,SOCKET,NODE; } > /tmp/scale/topo.txt 2>&1 || true
   local run
   for run in ${SCALE_RUNS:-new1 new2 new4 new2x2 base1 base2 base4}; do
-    # new: this tree; base: .base's binary; old: this tree with every A/B switch off (the
-    # changes of 2026-11-28: MASR_GRAD_SLICES, MASR_CONV_MODULE_MATMUL, and MASR_CAUSAL_CONV_CHUNKED
-    # of branch cconv-31, which a build without it ignores).
+    # new: this tree; base: .base's binary; old: this tree with every A/B switch off
+    # (MASR_GRAD_SLICES, MASR_CONV_MODULE_MATMUL, MASR_CUDA_GRAPHS); eager: CUDA graphs off.
     local bin=$BIN layout=${run#new} RUN_ENV=""
     [[ $run == base* ]] && bin=$BIN_BASE layout=${run#base}
     [[ $run == old* ]] && layout=${run#old} RUN_ENV="$OLD_ENV"
+    [[ $run == eager* ]] && layout=${run#eager} RUN_ENV="MASR_CUDA_GRAPHS=0"
     RUN_ENV=$RUN_ENV scale_run "$run" "$bin" "$layout"
   done 2>&1
-  python3 bench/ddp_profile.py /tmp/scale/new* /tmp/scale/base* > /tmp/scale/summary.txt 2>&1 || true
+  python3 bench/ddp_profile.py /tmp/scale/*/ > /tmp/scale/summary.txt 2>&1 || true
   tar -czf "$OUT/scale.tar.gz" --exclude='save' --exclude='*.masr' --exclude='*.ckpt' -C /tmp scale 2>/dev/null
 }
 

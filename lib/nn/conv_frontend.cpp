@@ -56,19 +56,16 @@ at::Tensor FrontEndConvImpl::forward(const at::Tensor& x, const at::Tensor& leng
   // The batch was reflected at its end; each shorter utterance is reflected at its own instead:
   // its frames L .. L+pad-1 become its frames L-2, L-3, ... (time index + pad in y), written in
   // place over the padding frames that follow it (the longest utterance is already right).
+  // The indices are computed where the lengths live: on the GPU in training, so that nothing
+  // goes through the host and a step's kernels depend on the batch's shapes alone (CUDA graphs
+  // replay them, train/cuda_graph_step.h); host lengths (decoding) are queued to y's device.
   const int64_t batch = x.size(0), time = x.size(1);
-  const at::Tensor len = lengths.to(at::kCPU, at::kLong).contiguous();
-  std::vector<int64_t> from(static_cast<size_t>(batch * pad)), to(from.size());
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t l = std::clamp<int64_t>(len.data_ptr<int64_t>()[b], 1, time);
-    for (int64_t j = 0; j < pad; ++j) {
-      from[static_cast<size_t>(b * pad + j)] = pad + std::max<int64_t>(0, l - 2 - j);
-      to[static_cast<size_t>(b * pad + j)] = pad + l + j;
-    }
-  }
-  // Queued without stopping the host (a plain .to(cuda) of pageable memory waits for the GPU).
-  auto index = [&](const std::vector<int64_t>& v) {
-    return runtime::to_device_async(at::tensor(v, at::kLong).view({batch, 1, 1, pad}), y.device())
+  const at::Tensor len = lengths.to(at::kLong).clamp(1, time).view({batch, 1});
+  const at::Tensor j = torch::arange(pad, len.options()).view({1, pad});
+  const at::Tensor from = pad + (len - 2 - j).clamp_min(0);
+  const at::Tensor to = pad + len + j;
+  auto index = [&](const at::Tensor& v) {
+    return runtime::to_device_async(v.view({batch, 1, 1, pad}), y.device())
         .expand({batch, y.size(1), y.size(2), pad});
   };
   const at::Tensor reflected = y.gather(3, index(from));
@@ -170,7 +167,8 @@ at::Tensor ConvolutionFrontEndImpl::run(const at::Tensor& features, const at::Te
                       std::to_string(features.size(-1)));
   }
   at::Tensor x = features.unsqueeze(-1);  // (B, T, F, 1)
-  at::Tensor valid = lengths != nullptr ? lengths->to(at::kCPU, at::kLong) : at::Tensor();
+  // Lengths stay where they are (the GPU in training: conv_lengths is tensor arithmetic).
+  at::Tensor valid = lengths != nullptr ? lengths->to(at::kLong) : at::Tensor();
   auto layer = layers_.begin();
   for (Residual& residual : residuals_) {
     const at::Tensor block_in = x;

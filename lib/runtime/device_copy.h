@@ -13,4 +13,15 @@ namespace masr::runtime {
 // pinned memory, without waiting for the device. Other moves are ordinary copies.
 at::Tensor to_device_async(const at::Tensor& t, const at::Device& device);
 
+// While one lives on this thread, to_device_async of a host tensor to a GPU is an internal
+// error. A CUDA graph capture holds one: the copy would be recorded from a staging buffer whose
+// values every replay would read again (train/cuda_graph_step.h).
+class HostUploadGuard {
+ public:
+  HostUploadGuard();
+  ~HostUploadGuard();
+  HostUploadGuard(const HostUploadGuard&) = delete;
+  HostUploadGuard& operator=(const HostUploadGuard&) = delete;
+};
+
 }  // namespace masr::runtime

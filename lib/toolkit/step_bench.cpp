@@ -28,6 +28,7 @@
 #include "runtime/kineto_trace.h"
 #include "runtime/peak_memory.h"
 #include "train/asr_task.h"
+#include "train/cuda_graph_step.h"
 #include "train/data_parallel.h"
 #include "train/optimizer_stepper.h"
 #include "train/step_profile.h"
@@ -99,6 +100,7 @@ struct TrainStepBench::State {
   train::TrainConfig config;
   std::unique_ptr<train::AsrTask> task;
   std::unique_ptr<train::OptimizerStepper> stepper;
+  std::unique_ptr<train::GraphedSteps> graphs;  // as `train` uses them (train/cuda_graph_step.h)
   train::LossOptions loss;
   at::Device device = at::kCPU;
 };
@@ -153,6 +155,13 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
                                                           s.device.is_cuda(),
                                                           std::make_shared<train::DataParallel>());
   }
+  // CUDA graphs as training uses them: a shape's first step op by op, its second captured, the
+  // rest replayed (the warm-up covers the first two of each shape with --warmup >= 2 x shapes).
+  s.graphs.reset();
+  if (train::GraphedSteps::supported(s.device) && s.stepper->graphable() &&
+      !s.config.activation_checkpointing) {
+    s.graphs = std::make_unique<train::GraphedSteps>(s.task->parameters(), /*capture=*/true);
+  }
   runtime::reset_peak_memory(spec.device);
   train::StepProfile profile(s.device);
   std::optional<train::ActiveProfile> active;
@@ -177,12 +186,26 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
         ++calls;
         if (active) profile.begin_step("features");
         at::Tensor loss;
-        {
+        if (s.graphs) {
           runtime::AutocastGuard autocast(s.device, precision);
-          const nn::ActivationCheckpointing checkpointing(s.config.activation_checkpointing);
-          loss = s.task->forward(batch, true, 1, &generator, s.loss).loss;
+          const std::vector<at::Tensor> inputs =
+              s.task->prepare(batch, true, 1, &generator).inputs.list();
+          train::AsrTask* task = s.task.get();
+          const train::LossOptions* options = &s.loss;
+          s.stepper->backward_graphed(
+              *s.graphs, inputs,
+              [task, options](const std::vector<at::Tensor>& t) {
+                return task->model_loss(train::ModelInputs::from_list(t), *options).loss;
+              },
+              &loss);
+        } else {
+          {
+            runtime::AutocastGuard autocast(s.device, precision);
+            const nn::ActivationCheckpointing checkpointing(s.config.activation_checkpointing);
+            loss = s.task->forward(batch, true, 1, &generator, s.loss).loss;
+          }
+          s.stepper->backward(loss);
         }
-        s.stepper->backward(loss);
         if (active) profile.end_step();
         runtime::synchronize_device(spec.device);
       });
@@ -194,6 +217,13 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
   if (shapes > 1) r.note += string_printf(", %lld shapes", static_cast<long long>(shapes));
   if (!spec.ragged.empty()) r.note += ", ragged lengths (" + spec.ragged + ")";
   r.metrics.emplace_back("peak_bytes", static_cast<double>(runtime::peak_memory(spec.device)));
+  if (s.graphs) {
+    const train::GraphStats g = s.graphs->stats();
+    r.note += ", CUDA graphs";
+    r.metrics.emplace_back("graphs.replayed", static_cast<double>(g.replayed));
+    r.metrics.emplace_back("graphs.captured", static_cast<double>(g.captured));
+    r.metrics.emplace_back("graphs.eager", static_cast<double>(g.eager));
+  }
   if (settings.profile) {
     for (const train::PhaseSummary& p : profile.summary()) {
       r.metrics.emplace_back("profile." + p.name + "_ms", p.median_ms);

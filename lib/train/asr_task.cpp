@@ -135,13 +135,58 @@ void AsrTask::to(const at::Device& device) {
   normalizer_->to(device);
 }
 
+std::vector<at::Tensor> ModelInputs::list() const {
+  std::vector<at::Tensor> out{feats, lengths, tokens};
+  if (tokens_bos.defined()) {
+    out.insert(out.end(), {tokens_bos, tokens_eos, tokens_eos_rel});
+  }
+  return out;
+}
+
+ModelInputs ModelInputs::from_list(const std::vector<at::Tensor>& tensors) {
+  if (tensors.size() != 3 && tensors.size() != 6) {
+    throw Error(ErrorKind::kInternal, "ModelInputs: expected 3 or 6 tensors, got " +
+                                          std::to_string(tensors.size()));
+  }
+  ModelInputs in;
+  in.feats = tensors[0];
+  in.lengths = tensors[1];
+  in.tokens = tensors[2];
+  if (tensors.size() == 6) {
+    in.tokens_bos = tensors[3];
+    in.tokens_eos = tensors[4];
+    in.tokens_eos_rel = tensors[5];
+  }
+  return in;
+}
+
 ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epoch,
                                at::Generator* generator, const LossOptions& options,
                                int64_t optimizer_steps) {
+  PreparedBatch prepared = prepare(batch, training, epoch, generator, optimizer_steps);
+  ModelLoss out = model_loss(prepared.inputs, options);
+  if (out.p_ctc.size(1) != prepared.enc_frames) {
+    throw Error(ErrorKind::kInternal,
+                "AsrTask: the encoder gave " + std::to_string(out.p_ctc.size(1)) +
+                    " frames where the front end's lengths say " +
+                    std::to_string(prepared.enc_frames));
+  }
   ForwardResult r;
+  r.loss = std::move(out.loss);
+  r.p_ctc = std::move(out.p_ctc);
+  r.p_seq = std::move(out.p_seq);
+  r.rel = std::move(prepared.rel);
+  r.source = std::move(prepared.source);
+  return r;
+}
+
+PreparedBatch AsrTask::prepare(const AsrBatch& batch, bool training, int64_t epoch,
+                               at::Generator* generator, int64_t optimizer_steps) {
+  PreparedBatch r;
   r.source = torch::arange(batch.wav.size(0), torch::TensorOptions().dtype(torch::kLong));
   at::Tensor wav = batch.wav;
   at::Tensor wav_rel = batch.wav_rel_on_host();
+  at::Tensor rel;  // relative to the feature frames, on the host
   if (training && wav_augment_ && generator != nullptr) {
     // SpeechBrain's CTC recipe: `wavs, wav_lens = wav_augment(wavs, wav_lens)` before the
     // features, and the labels replicated to match (the row map does that here).
@@ -165,17 +210,17 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
     profile_phase("features");
     feats = (*fbank_)(wav.to(device_), frames);
     // Relative lengths in double: round(rel * T) gives back `frames` exactly.
-    r.rel = frames.to(torch::kFloat64) / static_cast<double>(feats.size(1));
+    rel = frames.to(torch::kFloat64) / static_cast<double>(feats.size(1));
     profile_phase("normalize");
-    feats = normalizer_->forward(feats, r.rel, epoch);
+    feats = normalizer_->forward(feats, rel, epoch);
     if (training && augment_ && generator != nullptr && optimizer_steps > augment_warmup_) {
       profile_phase("augment");
-      features::AugmentBatch augmented = augment_->apply(feats, r.rel, *generator);
+      features::AugmentBatch augmented = augment_->apply(feats, rel, *generator);
       feats = augmented.x;
       // Host lengths in, host lengths and row map out (features/augment/interface.h): the
       // augmentations draw on the CPU generator and compute lengths on the host, so nothing is
       // read back from the device here.
-      r.rel = host_result(augmented.lengths, "lengths");
+      rel = host_result(augmented.lengths, "lengths");
       if (augmented.source.defined()) {
         r.source = r.source.index_select(0, host_result(augmented.source, "row map"));
       }
@@ -187,31 +232,54 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
   const at::Tensor source = identity ? at::Tensor() : runtime::to_device_async(r.source, device_);
   auto pick = [&](const at::Tensor& t) { return identity ? t : t.index_select(0, source); };
   auto pick_host = [&](const at::Tensor& t) { return identity ? t : t.index_select(0, r.source); };
-  frames = abs_lengths(r.rel, feats.size(1));
-  const at::Tensor src = cnn_->forward(feats, frames);
-  const at::Tensor enc_lengths_host = cnn_->output_lengths(frames).clamp(1, src.size(1));
-  const at::Tensor enc_lengths = runtime::to_device_async(enc_lengths_host, device_);
-  // From here on rel is relative to the encoder's frames (round(rel * T'') = enc_lengths).
-  r.rel = enc_lengths_host.to(torch::kFloat64) / static_cast<double>(src.size(1));
+  frames = abs_lengths(rel, feats.size(1));
+  // The encoder's frames, on the host too (the padded batch's length through the same
+  // convolutions): rel becomes relative to them (round(rel * T'') = the encoder's lengths).
+  const int64_t enc_frames =
+      cnn_->output_lengths(torch::tensor({feats.size(1)}, torch::kLong)).item<int64_t>();
+  const at::Tensor enc_lengths = cnn_->output_lengths(frames).clamp(1, enc_frames);
+  r.rel = enc_lengths.to(torch::kFloat64) / static_cast<double>(enc_frames);
+  r.enc_frames = enc_frames;
+  const at::Tensor target_lengths =
+      abs_lengths(pick_host(batch.tokens_rel_on_host()), batch.tokens.size(1));
+  ModelInputs& in = r.inputs;
+  in.feats = feats;
+  // One copy to the device for both (queued without stopping the host).
+  in.lengths = runtime::to_device_async(torch::stack({frames.to(torch::kLong), target_lengths}),
+                                        device_);
+  in.tokens = pick(batch.tokens.to(torch::kLong));
+  if (kind_ == TaskKind::kS2S) {
+    in.tokens_bos = pick(batch.tokens_bos.to(torch::kLong));
+    in.tokens_eos = pick(batch.tokens_eos.to(torch::kLong));
+    in.tokens_eos_rel = pick(batch.tokens_eos_rel);
+  }
+  return r;
+}
+
+ModelLoss AsrTask::model_loss(const ModelInputs& in, const LossOptions& options) {
+  ModelLoss r;
+  const at::Tensor frames = in.lengths[0];
+  const at::Tensor target_lengths = in.lengths[1];
+  const at::Tensor src = cnn_->forward(in.feats, frames);
+  const at::Tensor enc_lengths = cnn_->output_lengths(frames).clamp(1, src.size(1));
   const at::Tensor enc_out = transformer_->encode(src, enc_lengths);
   at::Tensor dec_out;
   if (kind_ == TaskKind::kS2S) {
     profile_phase("decoder");
-    dec_out = transformer_->decode(pick(batch.tokens_bos), enc_out, enc_lengths, options.pad_index);
+    dec_out = transformer_->decode(in.tokens_bos, enc_out, enc_lengths, options.pad_index);
   }
   profile_phase("loss");
   r.p_ctc = torch::log_softmax(ctc_lin_->forward(enc_out), -1);
-  const at::Tensor loss_ctc =
-      ctc_loss(r.p_ctc, pick(batch.tokens), r.rel, pick_host(batch.tokens_rel_on_host()),
-               options.blank_index, options.reduction);
+  const at::Tensor loss_ctc = ctc_loss_lengths(r.p_ctc, in.tokens, enc_lengths, target_lengths,
+                                               options.blank_index, options.reduction);
   if (kind_ == TaskKind::kCtc) {
     r.loss = loss_ctc;
     return r;
   }
   r.p_seq = torch::log_softmax(seq_lin_->forward(dec_out), -1);
   const at::Tensor loss_seq =
-      kldiv_loss(r.p_seq, pick(batch.tokens_eos), pick(batch.tokens_eos_rel),
-                 options.label_smoothing, options.pad_index, options.reduction);
+      kldiv_loss(r.p_seq, in.tokens_eos, in.tokens_eos_rel, options.label_smoothing,
+                 options.pad_index, options.reduction);
   r.loss = options.ctc_weight * loss_ctc + (1.0 - options.ctc_weight) * loss_seq;
   return r;
 }

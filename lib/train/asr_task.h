@@ -68,6 +68,37 @@ struct ForwardResult {
   at::Tensor source;  // (B') input row of each output row (identity without augmentation), CPU
 };
 
+// What a training step's model part reads of a batch, on the model's device: the model's loss
+// is a function of these tensors and their shapes alone (no host value of the batch reaches a
+// kernel), so a CUDA graph captured for one batch replays for any other of the same shapes
+// (train/cuda_graph_step.h).
+struct ModelInputs {
+  at::Tensor feats;           // (B, T, F) float32: normalized, augmented features
+  at::Tensor lengths;         // (2, B) int64: each utterance's feature frames; its CTC targets
+  at::Tensor tokens;          // (B, U) int64, the rows picked by the augmentation's row map
+  at::Tensor tokens_bos;      // (B, U+1) int64, S2S only
+  at::Tensor tokens_eos;      // (B, U+1) int64, S2S only
+  at::Tensor tokens_eos_rel;  // (B) relative lengths of tokens_eos, S2S only
+
+  // The defined tensors in this order, and back (a CTC task's list has three).
+  std::vector<at::Tensor> list() const;
+  static ModelInputs from_list(const std::vector<at::Tensor>& tensors);
+};
+
+// A batch made ready for the model: ModelInputs, and the host-side lengths and row map.
+struct PreparedBatch {
+  ModelInputs inputs;
+  at::Tensor rel;     // (B') relative lengths of the encoder's frames, on the CPU
+  at::Tensor source;  // (B') input row of each output row, CPU
+  int64_t enc_frames = 0;  // the encoder's frames for the padded batch (rel's denominator)
+};
+
+struct ModelLoss {
+  at::Tensor loss;   // scalar
+  at::Tensor p_ctc;  // (B', T'', V) log-probabilities
+  at::Tensor p_seq;  // (B', U+1, V), S2S only
+};
+
 class AsrTask {
  public:
   // Reads the modules from resolved hparams; a missing or mistyped entry is a config error naming
@@ -93,6 +124,14 @@ class AsrTask {
   ForwardResult forward(const AsrBatch& batch, bool training, int64_t epoch,
                         at::Generator* generator, const LossOptions& options,
                         int64_t optimizer_steps = std::numeric_limits<int64_t>::max());
+
+  // forward() in two parts. prepare: the augmentation, features, normalization (its
+  // statistics update) and lengths, which read host values of the batch and draw on
+  // `generator`; model_loss: the CNN, encoder, decoder and losses on the device tensors alone.
+  PreparedBatch prepare(const AsrBatch& batch, bool training, int64_t epoch,
+                        at::Generator* generator,
+                        int64_t optimizer_steps = std::numeric_limits<int64_t>::max());
+  ModelLoss model_loss(const ModelInputs& inputs, const LossOptions& options);
 
   // The file's augment_warmup, or -1 without one.
   int64_t augment_warmup() const { return augment_warmup_; }

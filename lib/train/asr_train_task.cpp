@@ -77,6 +77,20 @@ class AsrTrainTask::Epoch final : public EpochBatches {
         .loss;
   }
 
+  bool split_loss(uint64_t global_index, int64_t optimizer_steps, std::vector<at::Tensor>* inputs,
+                  std::function<at::Tensor(const std::vector<at::Tensor>&)>* loss_fn) override {
+    at::Generator generator = features::make_generator(mix_seed(
+        static_cast<uint64_t>(task_.config().seed), {static_cast<uint64_t>(epoch_), global_index}));
+    *inputs = task_.modules_->prepare(batch_, true, epoch_, &generator, optimizer_steps)
+                  .inputs.list();
+    AsrTask* modules = task_.modules_.get();
+    const LossOptions* options = &task_.loss_options_;
+    *loss_fn = [modules, options](const std::vector<at::Tensor>& tensors) {
+      return modules->model_loss(ModelInputs::from_list(tensors), *options).loss;
+    };
+    return true;
+  }
+
   double audio_seconds() const override { return batch_.audio_seconds; }
 
  private:

@@ -52,10 +52,15 @@ at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
   // The absolute lengths are computed where the relative ones live and then queued to the
   // log-probabilities' device (on CUDA without stopping the host: no .cpu() of device tensors).
   const at::Device device = log_probs.device();
-  const at::Tensor input_lengths =
-      runtime::to_device_async(absolute(input_rel, log_probs.size(1)), device);
-  const at::Tensor target_lengths =
-      runtime::to_device_async(absolute(target_rel, targets.size(1)), device);
+  return ctc_loss_lengths(
+      log_probs, targets, runtime::to_device_async(absolute(input_rel, log_probs.size(1)), device),
+      runtime::to_device_async(absolute(target_rel, targets.size(1)), device), blank, reduction);
+}
+
+at::Tensor ctc_loss_lengths(const at::Tensor& log_probs, const at::Tensor& targets,
+                            const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                            int64_t blank, LossReduction reduction) {
+  const at::Device device = log_probs.device();
   const at::Tensor losses =
       ops::ctc_loss(log_probs.to(torch::kFloat32), targets.to(device, torch::kLong), input_lengths,
                     target_lengths, blank, /*zero_infinity=*/true);
@@ -66,7 +71,8 @@ at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
     case LossReduction::kBatchMean:
       return losses.sum() / static_cast<double>(targets.size(0));
     case LossReduction::kMean:
-      return (losses / target_lengths.to(losses.dtype()).clamp_min(1)).mean();
+      return (losses / target_lengths.to(losses.device(), losses.scalar_type()).clamp_min(1))
+          .mean();
     case LossReduction::kSum:
       break;
   }

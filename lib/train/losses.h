@@ -20,6 +20,11 @@ LossReduction parse_loss_reduction(const std::string& text, const std::string& k
 at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
                     const at::Tensor& input_rel, const at::Tensor& target_rel, int64_t blank,
                     LossReduction reduction);
+// The same with absolute lengths: input_lengths / target_lengths (B) int64, on the device of
+// log_probs (or the host; they are queued there).
+at::Tensor ctc_loss_lengths(const at::Tensor& log_probs, const at::Tensor& targets,
+                            const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                            int64_t blank, LossReduction reduction);
 
 // SpeechBrain's kldiv_loss: with label_smoothing > 0 the target puts 1-eps on the true token and
 // eps/(V-1) elsewhere, and positions whose target is pad_index are masked; with label_smoothing

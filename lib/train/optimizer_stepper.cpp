@@ -4,16 +4,12 @@
 
 #include <limits>
 
+#include "core/error.h"
 #include "core/log.h"
 #include "train/optimizer.h"
 #include "train/step_profile.h"
 
 namespace masr::train {
-namespace {
-
-// loss * factor, with factor 1 for a finite loss (the gradients are bit for bit those of the
-// loss: multiplying by 1 is exact) and NaN otherwise (every gradient the loss reaches becomes
-// NaN, so the step's gradient norm says so on the device, without reading the loss back).
 at::Tensor with_nan_gradients_unless_finite(const at::Tensor& loss) {
   const at::Tensor value = loss.detach();
   const at::Tensor factor =
@@ -21,8 +17,6 @@ at::Tensor with_nan_gradients_unless_finite(const at::Tensor& loss) {
                 at::full_like(value, std::numeric_limits<double>::quiet_NaN()));
   return loss * factor;
 }
-
-}  // namespace
 
 OptimizerStepper::OptimizerStepper(const TrainConfig& config, std::vector<at::Tensor> parameters,
                                    bool cuda, std::shared_ptr<DataParallel> parallel)
@@ -49,9 +43,32 @@ bool OptimizerStepper::backward(const at::Tensor& loss) {
   return true;
 }
 
+bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, const std::vector<at::Tensor>& inputs,
+                                        const GraphedSteps::LossFn& loss_fn, at::Tensor* loss) {
+  if (!graphable()) {
+    throw Error(ErrorKind::kInternal, "OptimizerStepper: no graphed backward with the fp16 scaler");
+  }
+  profile_phase("model");
+  graphs_ = &graphs;
+  *loss = graphs.forward_backward(inputs, loss_fn,
+                                  static_cast<double>(config_.grad_accumulation_factor),
+                                  accumulated_ == 0);
+  if (++accumulated_ < config_.grad_accumulation_factor) return false;
+  step();
+  return true;
+}
+
 void OptimizerStepper::step() {
   profile_phase("collectives");
-  parallel_->average_gradients(parameters_);
+  if (graphs_ != nullptr) {
+    // One all-reduce per flat buffer (the parameters' .grad are views of them).
+    if (parallel_->world_size() > 1) {
+      parallel_->sum_tensors(graphs_->flats());
+      for (const at::Tensor& flat : graphs_->flats()) flat.div_(parallel_->world_size());
+    }
+  } else {
+    parallel_->average_gradients(parameters_);
+  }
   // torch.cuda.amp: unscale_ before clip_grad_norm_, and scaler.step skips on inf/nan.
   profile_phase("clip");
   if (scaler_.unscale(parameters_)) {

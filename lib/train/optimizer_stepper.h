@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "train/checkpointer.h"
+#include "train/cuda_graph_step.h"
 #include "train/data_parallel.h"
 #include "train/fused_adam.h"
 #include "train/grad_scaler.h"
@@ -37,6 +38,11 @@ struct SkippedSteps {
 // finiteness of the norm is read back (free on the CPU). With the fp16 scaler, its unscale
 // decides (it reads its flag back, as torch's scaler.step does). A skipped step still counts:
 // steps() and the Noam schedule advance, as they do for the scaler's skipped steps.
+// loss * factor, with factor 1 for a finite loss (the gradients are bit for bit those of the
+// loss: multiplying by 1 is exact) and NaN otherwise (every gradient the loss reaches becomes
+// NaN, so the step's gradient norm says so on the device, without reading the loss back).
+at::Tensor with_nan_gradients_unless_finite(const at::Tensor& loss);
+
 class OptimizerStepper {
  public:
   // The scaler is on only for precision fp16 on a CUDA device (`cuda`).
@@ -47,6 +53,12 @@ class OptimizerStepper {
   // loss is not finite); steps when the accumulation is complete. Returns true when an optimizer
   // step was taken (or skipped).
   bool backward(const at::Tensor& loss);
+  // backward() for a loss that `graphs` computes from `inputs` (GraphedSteps::forward_backward:
+  // a CUDA graph's replay where it has one); the loss comes back in `loss`. Not with the fp16
+  // scaler (graphable()). Every backward of a run goes one way or the other.
+  bool backward_graphed(GraphedSteps& graphs, const std::vector<at::Tensor>& inputs,
+                        const GraphedSteps::LossFn& loss_fn, at::Tensor* loss);
+  bool graphable() const { return !scaler_.enabled(); }
   // Averages, unscales, clips and steps (skipped on inf/nan gradients), then Noam.
   void step();
   int64_t accumulated() const { return accumulated_; }
@@ -76,6 +88,7 @@ class OptimizerStepper {
   std::optional<NoamScheduler> scheduler_;
   GradScaler scaler_;
   int64_t accumulated_ = 0;  // backward passes since the last step
+  GraphedSteps* graphs_ = nullptr;  // set by backward_graphed: its flat buffers hold the gradients
   int64_t steps_ = 0;
   double last_lr_ = 0.0;
   SkippedSteps skipped_on_host_;  // skips decided on the host (scaler, non-fused optimizers)

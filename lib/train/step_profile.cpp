@@ -347,6 +347,9 @@ ActiveProfile::~ActiveProfile() {
   active_profile = previous_;
 }
 
+SuspendedProfile::SuspendedProfile() : previous_(active_profile) { active_profile = nullptr; }
+SuspendedProfile::~SuspendedProfile() { active_profile = previous_; }
+
 void profile_phase(const char* name) {
   if (active_profile != nullptr) active_profile->phase(name);
 }

@@ -82,6 +82,19 @@ class ActiveProfile {
   std::unique_ptr<SyncHook> hook_;
 };
 
+// No active profile on this thread for the guard's lifetime (phase marks are no-ops), the
+// previous one back afterwards: a CUDA graph capture must not record phase boundaries.
+class SuspendedProfile {
+ public:
+  SuspendedProfile();
+  ~SuspendedProfile();
+  SuspendedProfile(const SuspendedProfile&) = delete;
+  SuspendedProfile& operator=(const SuspendedProfile&) = delete;
+
+ private:
+  StepProfile* previous_;
+};
+
 // Marks the start of phase `name` of the active profile's current step; no-op otherwise.
 void profile_phase(const char* name);
 

@@ -132,6 +132,16 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
   mark_covered_settings(hp);
   stepper_ = std::make_unique<OptimizerStepper>(config_, task_->parameters(), device_.is_cuda(),
                                                 parallel_);
+  if ((GraphedSteps::supported(device_) || GraphedSteps::split_requested()) &&
+      stepper_->graphable() && !config_.activation_checkpointing) {
+    const bool capture = GraphedSteps::supported(device_);
+    graphs_ = std::make_unique<GraphedSteps>(task_->parameters(), capture);
+    if (capture) {
+      MASR_LOG_INFO("train: CUDA graphs on: from the run's second epoch, each batch shape seen "
+                    "before is captured and then replayed (MASR_CUDA_GRAPHS=1: from the first "
+                    "batch; 0: off)");
+    }
+  }
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
   progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
   last_checkpoint_ = window_start_ = std::chrono::steady_clock::now();
@@ -174,6 +184,7 @@ void TrainLoop::end_epoch() {
   std::map<std::string, double> metrics = task_->validate(epoch);
   const LossTotals::Average local = losses_.read().epoch;  // the epoch end's read-back
   if (main()) warn_skipped();
+  if (graphs_ && main()) MASR_LOG_INFO("train: %s", graphs_->stats().to_string().c_str());
   const double loss_sum = parallel_->sum(local.sum);
   const double loss_count = parallel_->sum(static_cast<double>(local.count));
   EpochRecord record{epoch, pos_.step, stepper_->lr(), loss_count > 0 ? loss_sum / loss_count : 0.0,
@@ -210,6 +221,11 @@ bool TrainLoop::train_epoch(int64_t epoch) {
                       " batches (was " + task_->train_set().origin + " changed?)");
   }
   task_->set_training(true);
+  if (graphs_) {
+    // The run's first epoch counts shapes; captures start with its second (cuda_graph_step.h).
+    if (first_epoch_of_run_ < 0) first_epoch_of_run_ = epoch;
+    graphs_->set_capturing(GraphedSteps::capture_from_start() || epoch > first_epoch_of_run_);
+  }
   const std::unique_ptr<EpochBatches> batches = task_->open_epoch(
       epoch, std::vector<data::Batch>(plan.begin() + static_cast<long>(start), plan.end()));
   progress_->start_epoch(epoch, config_.number_of_epochs, plan.size(), start);
@@ -330,15 +346,34 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
   const uint64_t global_index = static_cast<uint64_t>(index) * parallel_->world_size() +
                                 static_cast<uint64_t>(parallel_->rank());
   at::Tensor loss;
+  // Nothing is read back: the loss is summed on its device (a non-finite one is left out), and
+  // every batch goes through backward. A non-finite loss gives NaN gradients, so its optimizer
+  // step is skipped on the device, on every rank alike (train/optimizer_stepper.h); rank 0 warns
+  // about skipped steps when it logs.
+  if (graphs_) {
+    std::vector<at::Tensor> inputs;
+    GraphedSteps::LossFn loss_fn;
+    bool split = false;
+    bool stepped = false;
+    {
+      runtime::AutocastGuard autocast(device_, config_.precision);
+      split = batches.split_loss(global_index, stepper_->steps(), &inputs, &loss_fn);
+      if (split) stepped = stepper_->backward_graphed(*graphs_, inputs, loss_fn, &loss);
+    }
+    if (split) {
+      profile_phase("loss-check");
+      losses_.add(loss);
+      window_audio_ += batches.audio_seconds();
+      if (stepped) after_step();
+      return;
+    }
+    graphs_.reset();  // the task has no split: op by op from here on (nothing was run)
+  }
   {
     runtime::AutocastGuard autocast(device_, config_.precision);
     const nn::ActivationCheckpointing checkpointing(config_.activation_checkpointing);
     loss = batches.loss(global_index, stepper_->steps());
   }
-  // Nothing is read back: the loss is summed on its device (a non-finite one is left out), and
-  // every batch goes through backward. A non-finite loss gives NaN gradients, so its optimizer
-  // step is skipped on the device, on every rank alike (train/optimizer_stepper.h); rank 0 warns
-  // about skipped steps when it logs.
   profile_phase("loss-check");
   losses_.add(loss);
   window_audio_ += batches.audio_seconds();

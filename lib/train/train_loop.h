@@ -136,6 +136,9 @@ class TrainLoop {
   std::shared_ptr<DataParallel> parallel_;  // declared before task_, which may use it to its end
   std::unique_ptr<TrainTask> task_;
   std::unique_ptr<OptimizerStepper> stepper_;
+  // CUDA training whose task splits its loss (train/cuda_graph_step.h); null: op by op.
+  std::unique_ptr<GraphedSteps> graphs_;
+  int64_t first_epoch_of_run_ = -1;  // the epoch this process started training in
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainLogger> logger_;
   std::unique_ptr<Progress> progress_;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,6 +46,15 @@ class EpochBatches {
   // ranks draw what one process draws for the same batches. `optimizer_steps`: the optimizer
   // steps done before this batch (SpeechBrain's Brain.optimizer_step), for `augment_warmup`.
   virtual at::Tensor loss(uint64_t global_index, int64_t optimizer_steps) = 0;
+  // loss() in two parts, for CUDA-graph replay (train/cuda_graph_step.h): what it runs before
+  // the model (features, augmentation, lengths) runs here, and the model's device inputs come
+  // back in `inputs`; `loss_fn` computes the loss from them alone. False, with nothing run,
+  // where the task has no such split (then loss() serves).
+  virtual bool split_loss(uint64_t /*global_index*/, int64_t /*optimizer_steps*/,
+                          std::vector<at::Tensor>* /*inputs*/,
+                          std::function<at::Tensor(const std::vector<at::Tensor>&)>* /*loss_fn*/) {
+    return false;
+  }
   // Seconds of audio in the loaded batch (0 for text), for the progress line and log.jsonl.
   virtual double audio_seconds() const = 0;
 };

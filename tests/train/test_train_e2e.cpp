@@ -235,3 +235,27 @@ TEST_CASE("train: steps whose loss turns non-finite are skipped with a warning, 
     if (tensor.is_floating_point()) CHECK(torch::isfinite(tensor).all().item<bool>());
   }
 }
+
+// MASR_CUDA_GRAPHS=split runs each batch as a CUDA-graph step would (AsrTask::prepare, then the
+// model's loss and backward into flat gradient buffers: train/cuda_graph_step.h) without
+// capturing: on the CPU it must train exactly as the plain path does.
+TEST_CASE("train: the split step of CUDA-graph training trains as the plain step does",
+          "[train]") {
+  require_binary();
+  testing::TempDir dir("train_split");
+  testing::write_synth_corpus(dir.file("corpus"));
+  auto command = [&](const std::string& out, const std::string& env) {
+    return env + " " + testing::mamba_asr_exe() + " train " +
+           testing::tiny_ctc_args(dir.file("corpus"), out, 2) + " --threads 1 2>> " + out +
+           ".log";
+  };
+  REQUIRE(testing::run_command(command(dir.file("plain"), "MASR_CUDA_GRAPHS=0")) == 0);
+  REQUIRE(testing::run_command(command(dir.file("split"), "MASR_CUDA_GRAPHS=split")) == 0);
+  const auto a = models::read_checkpoint(dir.file("plain/model.masr")).state;
+  const auto b = models::read_checkpoint(dir.file("split/model.masr")).state;
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first);
+    CHECK(torch::allclose(a[i].second, b[i].second, 0.0, 1e-6));
+  }
+}

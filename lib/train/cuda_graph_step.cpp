@@ -1,0 +1,377 @@
+// lib/train/cuda_graph_step.cpp
+// Eager accumulation everywhere; capture and replay with LibTorch 2's at::cuda::CUDAGraph in
+// CUDA builds (the header says what a graph may hold).
+#include "train/cuda_graph_step.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/string_printf.h"
+#include "runtime/device_copy.h"
+#include "train/optimizer_stepper.h"
+#include "train/step_profile.h"
+
+#if defined(MASR_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
+#define MASR_GRAPH_CAPTURE 1
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace masr::train {
+namespace {
+
+bool graphs_off_by_env() {
+  const char* v = std::getenv("MASR_CUDA_GRAPHS");
+  return v != nullptr && std::string(v) == "0";
+}
+
+size_t max_graphs_from_env() {
+  const char* v = std::getenv("MASR_CUDA_GRAPHS_MAX");
+  if (v == nullptr || *v == '\0') return 256;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 1) {
+    throw_config_error(std::string("MASR_CUDA_GRAPHS_MAX='") + v +
+                       "': expected a whole number of graphs, 1 or more");
+  }
+  return static_cast<size_t>(n);
+}
+
+#ifdef MASR_GRAPH_CAPTURE
+// The shapes and dtypes of the inputs, and the divisor: what a graph is specific to.
+std::string key_of(const std::vector<at::Tensor>& inputs, double divisor) {
+  std::string key = string_printf("/%a", divisor);
+  for (const at::Tensor& t : inputs) {
+    key += '|';
+    key += c10::toString(t.scalar_type());
+    for (const int64_t s : t.sizes()) key += ',' + std::to_string(s);
+  }
+  return key;
+}
+
+// The autocast cache would keep bf16 copies of the weights made during a capture, in the
+// graph's pool, and hand them to the next step's eager work: torch.cuda.graphs asks for
+// cache_enabled=False under autocast for the same reason.
+class AutocastCacheOff {
+ public:
+  AutocastCacheOff() : previous_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_cache_enabled(false);
+  }
+  ~AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(previous_); }
+
+ private:
+  bool previous_;
+};
+#endif
+
+}  // namespace
+
+std::string GraphStats::to_string() const {
+  return string_printf(
+      "CUDA graphs: %lld batches replayed, %lld captured, %lld eager; %lld graphs held, "
+      "%lld dropped",
+      static_cast<long long>(replayed), static_cast<long long>(captured),
+      static_cast<long long>(eager), static_cast<long long>(graphs),
+      static_cast<long long>(dropped));
+}
+
+struct GraphedSteps::Impl {
+  std::vector<at::Tensor> params;
+  std::vector<at::Tensor> views;  // each parameter's gradient in its flat buffer
+  std::vector<bool> used;         // parameters that have had a gradient
+  std::vector<at::Tensor> flats;
+  bool capture = false;   // a capturing build and device
+  bool capturing = true;  // set_capturing
+  size_t max_graphs = 64;
+  GraphStats stats;
+
+  void attach(size_t i) {
+    at::Tensor& grad = params[i].mutable_grad();
+    if (!grad.defined() || !grad.is_same(views[i])) grad = views[i];
+  }
+
+  // The loss and the backward, op by op; with `add`, the gradients are added to the views,
+  // else only computed (and dropped). Returns the loss, detached.
+  at::Tensor run(const std::vector<at::Tensor>& inputs, const LossFn& fn, double divisor,
+                 bool add) {
+    const at::Tensor loss = fn(inputs);
+    profile_phase("backward");
+    const at::Tensor target = with_nan_gradients_unless_finite(loss) / divisor;
+    if (!add) {
+      (void)torch::autograd::grad({target}, params, {}, /*retain_graph=*/false,
+                                  /*create_graph=*/false, /*allow_unused=*/true);
+      return loss.detach();
+    }
+    // Autograd adds each gradient in place into a defined .grad (our view) as it comes, so no
+    // step holds all its gradients twice. A parameter without one (its first gradient) gets a
+    // tensor of its own, which goes into its view here; one whose view was replaced rather than
+    // added to (out of place) holds the whole sum, which replaces the view's contents.
+    target.backward();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const at::Tensor& grad = params[i].grad();
+      if (!grad.defined() || grad.is_same(views[i])) continue;
+      if (used[i]) {
+        views[i].copy_(grad);
+      } else {
+        views[i].add_(grad);
+        used[i] = true;
+      }
+      attach(i);
+    }
+    return loss.detach();
+  }
+
+#ifdef MASR_GRAPH_CAPTURE
+  struct Entry {
+    int64_t seen = 0;
+    uint64_t last_use = 0;
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+  };
+  std::map<std::string, Entry> entries;
+  // Every graph reads its inputs from the same buffers (one per input, as large as the largest
+  // batch so far) and writes its loss into one scalar: graphs replay one at a time, so they can
+  // share them, and a graph costs little memory beyond its nodes. A batch larger than a buffer
+  // makes new buffers, which drops every graph.
+  std::vector<at::Tensor> arena;
+  at::Tensor loss_out;
+  std::optional<c10::cuda::CUDAStream> stream;  // every capture's
+  decltype(at::cuda::graph_pool_handle()) pool{};
+  bool have_pool = false;
+  bool warmed = false;  // a first eager step ran on the capture stream
+  bool broken = false;  // a capture failed: eager from then on
+  uint64_t clock = 0;
+
+  void drop(Entry& e) {
+    e.graph.reset();
+    --stats.graphs;
+    ++stats.dropped;
+  }
+
+  // Room for one more graph: the one seen least often goes (the least recently used of those).
+  void make_room() {
+    while (static_cast<size_t>(stats.graphs) >= max_graphs) {
+      Entry* victim = nullptr;
+      for (auto& [key, e] : entries) {
+        if (!e.graph) continue;
+        if (victim == nullptr || e.seen < victim->seen ||
+            (e.seen == victim->seen && e.last_use < victim->last_use)) {
+          victim = &e;
+        }
+      }
+      if (victim == nullptr) return;
+      drop(*victim);
+    }
+  }
+
+  // The arena's views shaped as `inputs` (the buffers grown first where they are too small).
+  std::vector<at::Tensor> views_for(const std::vector<at::Tensor>& inputs) {
+    bool grow = arena.size() != inputs.size();
+    for (size_t i = 0; !grow && i < inputs.size(); ++i) {
+      grow =
+          arena[i].scalar_type() != inputs[i].scalar_type() || arena[i].numel() < inputs[i].numel();
+    }
+    if (grow) {
+      for (auto& [key, e] : entries) {
+        if (e.graph) drop(e);
+      }
+      std::vector<at::Tensor> bigger;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        int64_t n = inputs[i].numel() + inputs[i].numel() / 4;  // a quarter to spare
+        if (i < arena.size() && arena[i].scalar_type() == inputs[i].scalar_type()) {
+          n = std::max(n, arena[i].numel());
+        }
+        bigger.push_back(at::empty({std::max<int64_t>(n, 1)}, inputs[i].options()));
+      }
+      arena = std::move(bigger);
+    }
+    std::vector<at::Tensor> views;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      views.push_back(arena[i].narrow(0, 0, inputs[i].numel()).view(inputs[i].sizes()));
+    }
+    return views;
+  }
+
+  void capture_into(Entry& e, const std::vector<at::Tensor>& static_inputs, const LossFn& fn,
+                    double divisor) {
+    const c10::DeviceIndex device = static_inputs.front().device().index();
+    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device);
+    if (!stream) stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+    if (!have_pool) {
+      pool = at::cuda::graph_pool_handle();
+      have_pool = true;
+    }
+    if (!loss_out.defined()) {
+      loss_out = at::zeros({}, static_inputs.front().options().dtype(at::kFloat));
+    }
+    // Casts cached by autocast hold the autograd nodes of the weights, made on another stream:
+    // the capture must make its own (a node of another stream makes autograd synchronize with
+    // that stream, which a capture refuses).
+    at::autocast::clear_cache();
+    at::cuda::CUDAEvent ready;
+    ready.record(current);
+    ready.block(*stream);
+    {
+      const c10::cuda::CUDAStreamGuard on_stream(*stream);
+      if (!warmed) {
+        // cuBLAS and cuDNN set up their handles and workspaces per stream on first use, which a
+        // capture must not be the first to do.
+        (void)run(static_inputs, fn, divisor, /*add=*/false);
+        warmed = true;
+      }
+      const AutocastCacheOff no_cache;
+      const runtime::HostUploadGuard no_uploads;
+      const SuspendedProfile no_phases;  // a phase boundary would become a node of the graph
+      e.graph = std::make_unique<at::cuda::CUDAGraph>();
+      // Thread-local: the capture forbids unsafe CUDA calls on this thread only; the loader's
+      // threads go on, and autograd's device thread queues its kernels onto this stream.
+      e.graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+      try {
+        loss_out.copy_(run(static_inputs, fn, divisor, /*add=*/true));
+      } catch (...) {
+        try {
+          e.graph->capture_end();
+        } catch (...) {
+        }
+        e.graph.reset();
+        (void)cudaGetLastError();  // the failed capture's error is not the next kernel's
+        throw;
+      }
+      e.graph->capture_end();
+    }
+    at::cuda::CUDAEvent done;
+    done.record(*stream);
+    done.block(current);
+  }
+
+  at::Tensor graphed(const std::vector<at::Tensor>& inputs, const LossFn& fn, double divisor) {
+    Entry& e = entries[key_of(inputs, divisor)];
+    e.last_use = ++clock;
+    ++e.seen;
+    // A shape's first batch (cuBLAS and cuDNN choose their kernels), or capturing is off.
+    if (e.seen == 1 || (!capturing && !e.graph)) {
+      ++stats.eager;
+      return run(inputs, fn, divisor, /*add=*/true);
+    }
+    // The inputs into the shared buffers (which may drop every graph, e's included).
+    const std::vector<at::Tensor> static_inputs = views_for(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) static_inputs[i].copy_(inputs[i]);
+    if (!e.graph) {
+      profile_phase(
+          "capture");  // the step profile tells capturing, replaying and eager steps apart
+      make_room();
+      try {
+        capture_into(e, static_inputs, fn, divisor);
+      } catch (const std::exception& error) {
+        broken = true;
+        entries.clear();
+        stats.graphs = 0;
+        MASR_LOG_WARN(
+            "train: CUDA graphs off for the rest of the run (MASR_CUDA_GRAPHS=0 skips them): "
+            "a capture failed: %s",
+            error.what());
+        ++stats.eager;
+        return run(inputs, fn, divisor, /*add=*/true);
+      }
+      ++stats.captured;
+      ++stats.graphs;
+    } else {
+      profile_phase("replay");
+      ++stats.replayed;
+    }
+    e.graph->replay();
+    return loss_out.clone();
+  }
+#endif
+};
+
+bool GraphedSteps::supported(const at::Device& device) {
+#ifdef MASR_GRAPH_CAPTURE
+  return device.is_cuda() && !graphs_off_by_env();
+#else
+  (void)device;
+  (void)graphs_off_by_env;
+  return false;
+#endif
+}
+
+bool GraphedSteps::capture_from_start() {
+  const char* v = std::getenv("MASR_CUDA_GRAPHS");
+  return v != nullptr && std::string(v) == "1";
+}
+
+void GraphedSteps::set_capturing(bool on) { impl_->capturing = on; }
+
+bool GraphedSteps::split_requested() {
+  const char* v = std::getenv("MASR_CUDA_GRAPHS");
+  return v != nullptr && std::string(v) == "split";
+}
+
+GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  for (at::Tensor& p : parameters) {
+    if (p.requires_grad()) m.params.push_back(p);
+  }
+  if (m.params.empty()) throw Error(ErrorKind::kInternal, "GraphedSteps: no trainable parameter");
+  m.capture = capture;
+  if (capture) m.max_graphs = max_graphs_from_env();
+  // One flat buffer per dtype and device, in parameter order.
+  std::map<std::pair<int, std::string>, int64_t> sizes;
+  std::vector<std::pair<int, std::string>> group_of;
+  for (const at::Tensor& p : m.params) {
+    group_of.emplace_back(static_cast<int>(p.scalar_type()), p.device().str());
+    sizes[group_of.back()] += p.numel();
+  }
+  std::map<std::pair<int, std::string>, size_t> flat_of;
+  std::map<std::pair<int, std::string>, int64_t> offset;
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    const auto& g = group_of[i];
+    if (!flat_of.count(g)) {
+      flat_of[g] = m.flats.size();
+      m.flats.push_back(at::zeros({sizes[g]}, m.params[i].options().requires_grad(false)));
+    }
+    // A tensor over the flat buffer's storage rather than a view of it: LibTorch 1.13's
+    // zero_grad detaches gradients in place, which views refuse.
+    const at::Tensor& flat = m.flats[flat_of[g]];
+    m.views.push_back(
+        at::empty({0}, flat.options()).set_(flat.storage(), offset[g], m.params[i].sizes()));
+    offset[g] += m.params[i].numel();
+  }
+  m.used.assign(m.params.size(), false);
+}
+
+GraphedSteps::~GraphedSteps() = default;
+
+at::Tensor GraphedSteps::forward_backward(const std::vector<at::Tensor>& inputs,
+                                          const LossFn& loss_fn, double divisor, bool first) {
+  Impl& m = *impl_;
+  if (inputs.empty()) throw Error(ErrorKind::kInternal, "GraphedSteps: no inputs");
+  if (first) {
+    for (at::Tensor& f : m.flats) f.zero_();
+    for (size_t i = 0; i < m.params.size(); ++i) {
+      if (m.used[i]) m.attach(i);
+    }
+  }
+#ifdef MASR_GRAPH_CAPTURE
+  if (m.capture && !m.broken) return m.graphed(inputs, loss_fn, divisor);
+#endif
+  ++m.stats.eager;
+  return m.run(inputs, loss_fn, divisor, /*add=*/true);
+}
+
+const std::vector<at::Tensor>& GraphedSteps::flats() const { return impl_->flats; }
+
+GraphStats GraphedSteps::stats() const { return impl_->stats; }
+
+}  // namespace masr::train

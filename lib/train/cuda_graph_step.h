@@ -1,0 +1,92 @@
+// lib/train/cuda_graph_step.h
+// The model part of a training step (CNN, encoder, decoder, losses and their backward) replayed
+// as a CUDA graph. Launching it op by op costs the host about 30 µs per kernel, and ConMamba-L
+// S2S launches some 4,000 per step: on an H200 the host, not the GPU, sets the pace of a step
+// (bench/results/2026-11-28-shape-grid.md: 102 ms of GPU work in a 127-137 ms step). A graph
+// launches the same kernels in one call.
+//
+// One graph per set of input shapes (the collate pads batches to a grid of recurring shapes,
+// data::grid_length), captured the second time those shapes come (the first time runs eagerly,
+// so cuBLAS and cuDNN have chosen their kernels for them) and replayed after that. A capture
+// costs about an eager step and a replay more, so a shape pays off from its fifth batch or so:
+// in one epoch of an 84 h corpus the grid gave 172 shapes in 649 batches, and the captures ate
+// the gain (bench/results/2026-11-28-h200-cuda-graphs.md). So training captures nothing in a
+// run's first epoch, which only counts shapes; from the second epoch on, every shape seen before
+// is captured when it comes (MASR_CUDA_GRAPHS=1: from the first batch). Graphs live as long as
+// the run. They share one memory pool and one set of input
+// buffers (as large as the largest batch so far) and loss scalar: graphs replay one at a time,
+// and nothing a replay leaves in the pool is read by another, so a graph costs little beyond
+// its nodes. Gradients accumulate into flat buffers, one per parameter dtype, of which every
+// parameter's .grad is a view: data parallelism averages them in one all-reduce each (after the
+// backward, not overlapped with it).
+//
+// What the graph captures must depend on the shapes alone: the inputs (AsrTask::ModelInputs)
+// carry every value of the batch, parameters are updated in place (every optimizer here does),
+// dropout draws from LibTorch's CUDA generator (graph-safe), and nothing in it goes through the
+// host (runtime::to_device_async refuses during a capture). Features, normalization and
+// augmentation run eagerly before it. Off with MASR_CUDA_GRAPHS=0 (MASR_CUDA_GRAPHS=split: the
+// same split step and gradient buffers without capturing, on any device, which the CPU tests
+// use); at most MASR_CUDA_GRAPHS_MAX graphs (default 256), the one seen least often dropped
+// beyond that.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace masr::train {
+
+struct GraphStats {
+  int64_t eager = 0;     // batches run op by op (a shape's first time, or graphs off)
+  int64_t captured = 0;  // graphs captured (each then replayed for its batch)
+  int64_t replayed = 0;  // batches replayed from an earlier capture
+  int64_t dropped = 0;   // graphs dropped (the MASR_CUDA_GRAPHS_MAX limit, a larger batch)
+  int64_t graphs = 0;    // graphs held now
+  std::string to_string() const;
+};
+
+class GraphedSteps {
+ public:
+  using LossFn = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
+
+  // Whether this build can capture on `device` (LibTorch 2 with CUDA, a CUDA device) and
+  // MASR_CUDA_GRAPHS is not 0.
+  static bool supported(const at::Device& device);
+  // MASR_CUDA_GRAPHS=split: the split step without capture wherever graphs are not supported.
+  static bool split_requested();
+
+  // `parameters`: those that train (the gradients of the others are not taken). `capture`:
+  // capture graphs (false: every batch eagerly, the same accumulation; CPU tests use that).
+  GraphedSteps(std::vector<at::Tensor> parameters, bool capture);
+  ~GraphedSteps();
+  GraphedSteps(const GraphedSteps&) = delete;
+  GraphedSteps& operator=(const GraphedSteps&) = delete;
+
+  // loss_fn(inputs), and the gradients of loss * scale (every one NaN unless the loss is
+  // finite: OptimizerStepper's rule) added to the parameters' gradients. `first`: the first
+  // batch of an accumulation: the gradients start from zero (and .grad is set to the views
+  // again, after an optimizer's zero_grad dropped them). Returns the loss, detached.
+  // loss_fn must be a function of the inputs' values and shapes alone (see above).
+  at::Tensor forward_backward(const std::vector<at::Tensor>& inputs, const LossFn& loss_fn,
+                              double scale, bool first);
+
+  // While off (a run's first epoch, by default), shapes are only counted and every batch runs
+  // eagerly; once on, a shape is captured the first time it comes after a batch of it ran.
+  void set_capturing(bool on);
+  // MASR_CUDA_GRAPHS=1: capture from a run's first batch rather than from its second epoch.
+  static bool capture_from_start();
+
+  // The flat gradient buffers (one per parameter dtype) that the .grad views cover.
+  const std::vector<at::Tensor>& flats() const;
+  GraphStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace masr::train

@@ -1,0 +1,342 @@
+// tests/train/test_cuda_graph_step.cpp
+// GraphedSteps (train/cuda_graph_step.h): the trainer's split forward (AsrTask::prepare +
+// model_loss) and the flat-buffer gradient accumulation against forward() + backward(), on the
+// CPU; on the GPU machine ("[.cuda]"), replayed CUDA graphs against the same steps op by op, and
+// a capture that reaches for the host falling back to eager steps.
+#include <catch2/catch.hpp>
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../models/repo_hparams.h"
+#include "hparams/hparams.h"
+#include "runtime/autocast.h"
+#include "runtime/device_copy.h"
+#include "toolkit/registration.h"
+#include "train/asr_task.h"
+#include "train/cuda_graph_step.h"
+#include "train/data_parallel.h"
+#include "train/optimizer_stepper.h"
+#include "train/train_config.h"
+
+using masr::train::AsrBatch;
+using masr::train::AsrTask;
+using masr::train::GraphedSteps;
+
+namespace {
+
+masr::hparams::Hparams load_s2s() {
+  masr::hparams::LoadOptions options;
+  options.overrides = {{"num_decoder_layers", "1"}, {"transformer_dropout", "0.0"}};
+  options.placeholder_value = "unused";
+  return masr::test::load_repo_hparams("hparams/S2S/conmamba_tiny.yaml", options, false);
+}
+
+// `n` utterances of random audio, the longest `samples` long, and random tokens (`tokens` at
+// most): relative lengths below 1, so the padding is exercised.
+AsrBatch random_batch(int64_t n, int64_t samples, int64_t tokens, uint64_t seed) {
+  torch::manual_seed(seed);
+  AsrBatch b;
+  b.wav = torch::zeros({n, samples});
+  b.wav_rel = torch::empty({n});
+  b.tokens = torch::zeros({n, tokens}, torch::kLong);
+  b.tokens_rel = torch::empty({n});
+  b.tokens_bos = torch::zeros({n, tokens + 1}, torch::kLong);
+  b.tokens_eos = torch::zeros({n, tokens + 1}, torch::kLong);
+  b.tokens_eos_rel = torch::empty({n});
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t len = samples - i * samples / (3 * n);
+    const int64_t u = std::max<int64_t>(1, tokens - i);
+    b.wav[i].narrow(0, 0, len).copy_(torch::randn({len}) * 0.1);
+    b.wav_rel[i] = static_cast<float>(static_cast<double>(len) / samples);
+    const at::Tensor t = torch::randint(3, 30, {u}, torch::kLong);
+    b.tokens[i].narrow(0, 0, u).copy_(t);
+    b.tokens_rel[i] = static_cast<float>(static_cast<double>(u) / tokens);
+    b.tokens_bos[i][0] = 1;
+    b.tokens_bos[i].narrow(0, 1, u).copy_(t);
+    b.tokens_eos[i].narrow(0, 0, u).copy_(t);
+    b.tokens_eos[i][u] = 2;
+    b.tokens_eos_rel[i] = static_cast<float>(static_cast<double>(u + 1) / (tokens + 1));
+    b.ids.push_back("u" + std::to_string(i));
+    b.words.emplace_back("x");
+  }
+  b.audio_seconds = static_cast<double>(n * samples) / 16000.0;
+  return b;
+}
+
+// Training mode with every dropout at 0, the normalization's statistics from one batch.
+void prepare_task(AsrTask& task, const masr::train::LossOptions& options) {
+  task.train(true);
+  for (auto& m : task.model().modules()) {
+    if (auto* d = m->as<torch::nn::DropoutImpl>()) d->options.p(0.0);
+  }
+  torch::NoGradGuard no_grad;
+  (void)task.forward(random_batch(2, 16000, 6, 1).to(task.parameters().front().device()), true, 1,
+                     nullptr, options);
+}
+
+masr::train::LossOptions loss_options() {
+  masr::train::LossOptions options;
+  options.ctc_weight = 0.3;
+  options.label_smoothing = 0.1;
+  return options;
+}
+
+GraphedSteps::LossFn loss_fn_of(AsrTask& task, const masr::train::LossOptions& options) {
+  return [&task, options](const std::vector<at::Tensor>& t) {
+    return task.model_loss(masr::train::ModelInputs::from_list(t), options).loss;
+  };
+}
+
+std::vector<at::Tensor> inputs_of(AsrTask& task, const AsrBatch& batch) {
+  // Epoch 100: past update_until_epoch, the statistics stay as they are.
+  return task.prepare(batch, true, 100, nullptr).inputs.list();
+}
+
+// Largest |a - b| over all tensors, relative to the largest |b|.
+double relative_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double diff = 0.0, scale = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const at::Tensor x = a[i].detach().cpu().to(at::kDouble);
+    const at::Tensor y = b[i].detach().cpu().to(at::kDouble);
+    diff = std::max(diff, (x - y).abs().max().item<double>());
+    scale = std::max(scale, y.abs().max().item<double>());
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+std::vector<at::Tensor> grads_of(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& p : params) {
+    out.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
+  }
+  return out;
+}
+
+void drop_grads(const std::vector<at::Tensor>& params) {
+  for (const at::Tensor& p : params) {
+    // mutable_grad() is non-const on a const reference in LibTorch 1.13 too.
+    const_cast<at::Tensor&>(p).mutable_grad() = at::Tensor();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the split forward equals forward(): the same loss", "[train]") {
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  const auto options = loss_options();
+  prepare_task(task, options);
+  const AsrBatch batch = random_batch(3, 21011, 7, 5);
+  const double whole = task.forward(batch, true, 100, nullptr, options).loss.item<double>();
+  const masr::train::PreparedBatch prepared = task.prepare(batch, true, 100, nullptr);
+  const double split = task.model_loss(prepared.inputs, options).loss.item<double>();
+  CHECK(split == whole);
+  // The lengths: the feature frames of each utterance (1 + samples / hop) and its CTC targets.
+  const at::Tensor lengths = prepared.inputs.lengths;
+  REQUIRE(lengths.sizes() == at::IntArrayRef({2, 3}));
+  CHECK(lengths[0][0].item<int64_t>() == 1 + 21011 / 160);
+  CHECK(lengths[1][0].item<int64_t>() == 7);
+  CHECK(lengths[1][2].item<int64_t>() == 5);
+  REQUIRE(prepared.inputs.list().size() == 6);
+}
+
+TEST_CASE("GraphedSteps accumulates the gradients backward() does, into flat buffers", "[train]") {
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  const auto options = loss_options();
+  prepare_task(task, options);
+  const std::vector<at::Tensor> params = task.parameters();
+  const AsrBatch a = random_batch(2, 20000, 6, 7);
+  const AsrBatch b = random_batch(3, 14000, 4, 8);
+
+  // Reference: two backward passes of loss / 2 (an accumulation of 2), as OptimizerStepper.
+  drop_grads(params);
+  for (const AsrBatch* batch : {&a, &b}) {
+    const at::Tensor loss = task.forward(*batch, true, 100, nullptr, options).loss;
+    (masr::train::with_nan_gradients_unless_finite(loss) / 2.0).backward();
+  }
+  const std::vector<at::Tensor> expected = grads_of(params);
+  drop_grads(params);
+
+  GraphedSteps steps(params, /*capture=*/false);
+  const auto fn = loss_fn_of(task, options);
+  const at::Tensor la = steps.forward_backward(inputs_of(task, a), fn, 2.0, /*first=*/true);
+  const at::Tensor lb = steps.forward_backward(inputs_of(task, b), fn, 2.0, /*first=*/false);
+  CHECK(la.item<double>() == task.forward(a, true, 100, nullptr, options).loss.item<double>());
+  CHECK_FALSE(lb.requires_grad());
+  const double diff = relative_difference(grads_of(params), expected);
+  INFO("largest relative gradient difference " << diff);
+  CHECK(diff <= 1e-6);
+
+  // Every gradient lies in a flat buffer.
+  REQUIRE(steps.flats().size() == 1);
+  const at::Tensor& flat = steps.flats().front();
+  int64_t covered = 0;
+  for (const at::Tensor& p : params) {
+    REQUIRE(p.grad().defined());
+    CHECK(p.grad().storage().is_alias_of(flat.storage()));
+    covered += p.numel();
+  }
+  CHECK(covered == flat.numel());
+
+  SECTION("a new accumulation starts from zero, after zero_grad dropped the gradients") {
+    drop_grads(params);
+    (void)steps.forward_backward(inputs_of(task, b), fn, 1.0, /*first=*/true);
+    drop_grads(params);
+    const at::Tensor loss = task.forward(b, true, 100, nullptr, options).loss;
+    masr::train::with_nan_gradients_unless_finite(loss).backward();
+    const std::vector<at::Tensor> alone = grads_of(params);
+    drop_grads(params);
+    (void)steps.forward_backward(inputs_of(task, b), fn, 1.0, /*first=*/true);
+    CHECK(relative_difference(grads_of(params), alone) <= 1e-6);
+  }
+  // (An embedding's rows that no token picked keep a zero gradient, as with backward().)
+  SECTION("a non-finite loss makes NaN of every gradient, so the step's norm is NaN") {
+    const GraphedSteps::LossFn bad = [&](const std::vector<at::Tensor>& t) {
+      return fn(t) * std::numeric_limits<double>::infinity();
+    };
+    (void)steps.forward_backward(inputs_of(task, a), bad, 1.0, /*first=*/true);
+    for (const at::Tensor& p : params) {
+      if (p.grad().defined()) CHECK(p.grad().isnan().any().item<bool>());
+    }
+  }
+  CHECK(steps.stats().eager >= 2);
+  CHECK(steps.stats().captured == 0);
+}
+
+TEST_CASE("OptimizerStepper's graphed backward trains as its backward does", "[train]") {
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  masr::train::TrainConfig config = masr::train::train_config_from(hp);
+  config.grad_accumulation_factor = 2;
+  AsrTask eager_task(hp), split_task(hp);
+  const auto options = loss_options();
+  prepare_task(eager_task, options);
+  prepare_task(split_task, options);
+  {
+    torch::NoGradGuard no_grad;
+    const auto from = eager_task.model().named_parameters();
+    for (auto& p : split_task.model().named_parameters()) p.value().copy_(from[p.key()]);
+    const auto bfrom = eager_task.normalizer().named_buffers();
+    for (auto& t : split_task.normalizer().named_buffers()) t.value().copy_(bfrom[t.key()]);
+  }
+  masr::train::OptimizerStepper eager(config, eager_task.parameters(), false,
+                                      std::make_shared<masr::train::DataParallel>());
+  masr::train::OptimizerStepper split(config, split_task.parameters(), false,
+                                      std::make_shared<masr::train::DataParallel>());
+  REQUIRE(split.graphable());
+  GraphedSteps steps(split_task.parameters(), /*capture=*/false);
+  const auto fn = loss_fn_of(split_task, options);
+  int stepped = 0;
+  for (int i = 0; i < 4; ++i) {
+    const AsrBatch batch = random_batch(2 + i % 2, 12000 + 3000 * i, 5, 20 + i);
+    const bool e = eager.backward(eager_task.forward(batch, true, 100, nullptr, options).loss);
+    at::Tensor loss;
+    const bool s = split.backward_graphed(steps, inputs_of(split_task, batch), fn, &loss);
+    CHECK(e == s);
+    stepped += s ? 1 : 0;
+  }
+  CHECK(stepped == 2);
+  CHECK(split.steps() == 2);
+  const double diff = relative_difference(split_task.parameters(), eager_task.parameters());
+  INFO("largest relative parameter difference after two steps " << diff);
+  CHECK(diff <= 1e-6);
+}
+
+TEST_CASE("a host upload is refused while a HostUploadGuard lives", "[train]") {
+  const at::Tensor host = torch::ones({3});
+  {
+    const masr::runtime::HostUploadGuard guard;
+    // A CPU target is no upload.
+    CHECK(masr::runtime::to_device_async(host, at::kCPU).is_same(host));
+  }
+  CHECK(masr::runtime::to_device_async(host, at::kCPU).is_same(host));
+  if (torch::cuda::is_available()) {
+    const masr::runtime::HostUploadGuard guard;
+    CHECK_THROWS_WITH(masr::runtime::to_device_async(host, at::Device(at::kCUDA, 0)),
+                      Catch::Contains("CUDA graph capture"));
+  }
+}
+
+TEST_CASE("CUDA graphs replay the steps op by op gives, shape by shape", "[.cuda]") {
+  if (!torch::cuda::is_available()) FAIL("no CUDA device");
+  REQUIRE(GraphedSteps::supported(at::Device(at::kCUDA, 0)));
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  task.to(at::Device(at::kCUDA, 0));
+  const auto options = loss_options();
+  prepare_task(task, options);
+  const std::vector<at::Tensor> params = task.parameters();
+  const auto fn = loss_fn_of(task, options);
+  for (const auto precision : {masr::runtime::Precision::kFp32, masr::runtime::Precision::kBf16}) {
+    INFO(masr::runtime::precision_name(precision));
+    GraphedSteps graphed(params, /*capture=*/true);
+    GraphedSteps eager(params, /*capture=*/false);
+    // Two shapes, each three times with new values: eager, captured, replayed.
+    for (int round = 0; round < 3; ++round) {
+      for (int shape = 0; shape < 2; ++shape) {
+        INFO("round " << round << ", shape " << shape);
+        const AsrBatch batch =
+            random_batch(2 + shape, 16000 + 8000 * shape, 5 + shape, 100 + 10 * round + shape)
+                .to(at::Device(at::kCUDA, 0));
+        const masr::runtime::AutocastGuard autocast(at::Device(at::kCUDA, 0), precision);
+        const std::vector<at::Tensor> inputs = inputs_of(task, batch);
+        drop_grads(params);
+        const double l1 = eager.forward_backward(inputs, fn, 1.0, true).item<double>();
+        const std::vector<at::Tensor> want = grads_of(params);
+        drop_grads(params);
+        const double l2 = graphed.forward_backward(inputs, fn, 1.0, true).item<double>();
+        const std::vector<at::Tensor> got = grads_of(params);
+        const double tolerance = precision == masr::runtime::Precision::kFp32 ? 1e-5 : 2e-2;
+        CHECK(std::abs(l1 - l2) <= tolerance * std::abs(l1));
+        const double diff = relative_difference(got, want);
+        INFO("loss " << l1 << " vs " << l2 << ", largest relative gradient difference " << diff);
+        CHECK(diff <= tolerance);
+      }
+    }
+    const masr::train::GraphStats s = graphed.stats();
+    INFO(s.to_string());
+    CHECK(s.eager == 2);
+    CHECK(s.captured == 2);
+    CHECK(s.replayed == 2);
+  }
+}
+
+TEST_CASE("a capture that copies from the host falls back to steps op by op", "[.cuda]") {
+  if (!torch::cuda::is_available()) FAIL("no CUDA device");
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  task.to(at::Device(at::kCUDA, 0));
+  const auto options = loss_options();
+  prepare_task(task, options);
+  const auto fn = loss_fn_of(task, options);
+  // Adds a host tensor's value: fine op by op, refused inside a capture.
+  const GraphedSteps::LossFn uploads = [&](const std::vector<at::Tensor>& t) {
+    return fn(t) + masr::runtime::to_device_async(torch::zeros({}), t.front().device());
+  };
+  GraphedSteps graphed(task.parameters(), /*capture=*/true);
+  const AsrBatch batch = random_batch(2, 16000, 5, 3).to(at::Device(at::kCUDA, 0));
+  double first = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    const double loss =
+        graphed.forward_backward(inputs_of(task, batch), uploads, 1.0, true).item<double>();
+    if (i == 0) first = loss;
+    CHECK(std::abs(loss - first) <= 1e-5 * std::abs(first));
+    CHECK(std::isfinite(loss));
+  }
+  CHECK(graphed.stats().captured == 0);
+  CHECK(graphed.stats().eager == 3);
+  // The stream works after the failed capture.
+  CHECK(torch::ones({4}, at::Device(at::kCUDA, 0)).sum().item<double>() == 4.0);
+}
