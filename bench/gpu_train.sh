@@ -37,6 +37,8 @@
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
 #             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz
+#   graphepochs  GRAPH_EPOCHS (3) epochs of one-GPU training on $DATA (GRAPH_COPIES listings, 10)
+#             with CUDA graphs (from the second epoch, train's default) and with MASR_CUDA_GRAPHS=0
 #   realtrace one GPU of real training on $DATA (TRACE_COPIES listings, default 5) with a Kineto
 #             trace of batches 51-53 and the step profile of 51-80, then the synthetic step at
 #             the corpus's mean shape (SHAPE_BATCH x SHAPE_SECONDS) fixed, over 8 shapes, and
@@ -376,6 +378,27 @@ stage_scale() {
   done 2>&1
   python3 bench/ddp_profile.py /tmp/scale/*/ > /tmp/scale/summary.txt 2>&1 || true
   tar -czf "$OUT/scale.tar.gz" --exclude='save' --exclude='*.masr' --exclude='*.ckpt' -C /tmp scale 2>/dev/null
+}
+
+# Several epochs with CUDA graphs (train's default: captures from the second epoch) and op by op,
+# one GPU, on $DATA listed GRAPH_COPIES times (default 10): the per-epoch figures of both, and
+# each run's graph counts.
+stage_graphepochs() {
+  local data=/tmp/gedata run
+  rm -rf "$data"; cp -r "${DATA:-.ddpdata}" "$data"
+  awk -F, -v k="${GRAPH_COPIES:-10}" 'NR==1{print;next}{for(i=0;i<k;i++){o=$0; sub(/^[^,]*/, $1 "-r" i, o); print o}}' \
+    "$data/train_long.csv" > /tmp/ge_train.csv
+  for run in graphs eager; do
+    local env=""; [[ $run == eager ]] && env="MASR_CUDA_GRAPHS=0"
+    rm -rf "/tmp/ge-$run"
+    CUDA_VISIBLE_DEVICES=0 env $env "$BIN" --device cuda train hparams/S2S/conmamba_large.yaml \
+      --data_folder "$data" --output_folder "/tmp/ge-$run" --train_csv /tmp/ge_train.csv \
+      --valid_csv "$data/valid.csv" --number_of_epochs "${GRAPH_EPOCHS:-3}" --num_workers "${WORKERS:-8}" \
+      --precision bf16 --grad_accumulation_factor 1 --output_neurons 1000 > "$OUT/ge-$run.log" 2>&1
+    summary "graphepochs $run rc=$?"
+    grep -h '^epoch [0-9]*:\|CUDA graphs:' "$OUT/ge-$run.log" | cut -c1-220 | tee -a "$OUT/summary.txt"
+    cp "/tmp/ge-$run/log.jsonl" "$OUT/ge-$run-log.jsonl" 2>/dev/null
+  done
 }
 
 stage_realtrace() {

@@ -79,10 +79,10 @@ class AutocastCacheOff {
 
 std::string GraphStats::to_string() const {
   return string_printf(
-      "CUDA graphs: %lld batches replayed, %lld captured, %lld eager; %lld graphs held, "
-      "%lld dropped",
+      "CUDA graphs: %lld batches replayed, %lld captured, %lld eager; %lld batch shapes, "
+      "%lld graphs held, %lld dropped",
       static_cast<long long>(replayed), static_cast<long long>(captured),
-      static_cast<long long>(eager), static_cast<long long>(graphs),
+      static_cast<long long>(eager), static_cast<long long>(shapes), static_cast<long long>(graphs),
       static_cast<long long>(dropped));
 }
 
@@ -256,6 +256,7 @@ struct GraphedSteps::Impl {
 
   at::Tensor graphed(const std::vector<at::Tensor>& inputs, const LossFn& fn, double divisor) {
     Entry& e = entries[key_of(inputs, divisor)];
+    stats.shapes = static_cast<int64_t>(entries.size());
     e.last_use = ++clock;
     ++e.seen;
     // A shape's first batch (cuBLAS and cuDNN choose their kernels), or capturing is off.

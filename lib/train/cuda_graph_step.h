@@ -46,6 +46,7 @@ struct GraphStats {
   int64_t replayed = 0;  // batches replayed from an earlier capture
   int64_t dropped = 0;   // graphs dropped (the MASR_CUDA_GRAPHS_MAX limit, a larger batch)
   int64_t graphs = 0;    // graphs held now
+  int64_t shapes = 0;    // distinct sets of input shapes seen (CUDA builds)
   std::string to_string() const;
 };
 
