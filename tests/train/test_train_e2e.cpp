@@ -258,4 +258,7 @@ TEST_CASE("train: the split step of CUDA-graph training trains as the plain step
     INFO(a[i].first);
     CHECK(torch::allclose(a[i].second, b[i].second, 0.0, 1e-6));
   }
+  CHECK(read_file(dir.file("split.log")).find("CUDA graphs: 0 batches replayed") !=
+        std::string::npos);
+  CHECK(read_file(dir.file("plain.log")).find("CUDA graphs:") == std::string::npos);
 }

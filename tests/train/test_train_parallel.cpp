@@ -155,3 +155,28 @@ TEST_CASE("train --nproc 2: a rank that dies stops the others and names the rank
   CHECK(log.find("the other ranks were stopped") != std::string::npos);
   CHECK(kill(survivor, 0) != 0);  // rank 0 was stopped and reaped, not left orphaned
 }
+
+// The split step of CUDA-graph training (MASR_CUDA_GRAPHS=split: flat gradient buffers, one
+// all-reduce each, no gradient buckets) on two CPU ranks against one process accumulating 2
+// batches the same way.
+TEST_CASE("train --nproc 2 with the split step of CUDA-graph training averages its flat gradients",
+          "[train][parallel]") {
+  testing::TempDir dir("train_ddp_split");
+  testing::write_synth_corpus(dir.file("corpus"));
+  const std::string exe = "MASR_CUDA_GRAPHS=split " + testing::mamba_asr_exe();
+  REQUIRE(testing::run_command(exe + " train " + tiny_args(dir.str(), 2) + " 2> " +
+                               dir.file("one.log")) == 0);
+  const int rc = testing::run_command(exe + " train --nproc 2 " + tiny_args(dir.str(), 1) + " 2> " +
+                                      dir.file("two.log"));
+  INFO(read_file(dir.file("two.log")));
+  REQUIRE(rc == 0);
+  const double worst =
+      testing::largest_difference(dir.file("out2/model.masr"), dir.file("out1/model.masr"));
+  CHECK(worst < 1e-5);
+  WARN("largest relative difference: " << worst);
+  // Both runs took the split path (rank 0 reports its counts at each epoch's end).
+  CHECK(read_file(dir.file("two.log")).find("CUDA graphs: 0 batches replayed") !=
+        std::string::npos);
+  CHECK(read_file(dir.file("one.log")).find("CUDA graphs: 0 batches replayed") !=
+        std::string::npos);
+}
