@@ -134,13 +134,9 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
                                                 parallel_);
   if ((GraphedSteps::supported(device_) || GraphedSteps::split_requested()) &&
       stepper_->graphable() && !config_.activation_checkpointing) {
-    const bool capture = GraphedSteps::supported(device_);
-    graphs_ = std::make_unique<GraphedSteps>(task_->parameters(), capture);
-    if (capture) {
-      MASR_LOG_INFO("train: CUDA graphs on: from the run's second epoch, each batch shape seen "
-                    "before is captured and then replayed (MASR_CUDA_GRAPHS=1: from the first "
-                    "batch; 0: off)");
-    }
+    graphs_ = std::make_unique<GraphedSteps>(task_->parameters(),
+                                             GraphedSteps::supported(device_));
+    graphs_capture_ = GraphedSteps::supported(device_);
   }
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
   progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
@@ -361,6 +357,12 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
       if (split) stepped = stepper_->backward_graphed(*graphs_, inputs, loss_fn, &loss);
     }
     if (split) {
+      if (graphs_capture_ && !graphs_announced_ && main()) {
+        MASR_LOG_INFO("train: CUDA graphs on: from the run's second epoch, each batch shape seen "
+                      "before is captured and then replayed (MASR_CUDA_GRAPHS=1: from the first "
+                      "batch; 0: off)");
+      }
+      graphs_announced_ = true;
       profile_phase("loss-check");
       losses_.add(loss);
       window_audio_ += batches.audio_seconds();
