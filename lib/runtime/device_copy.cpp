@@ -16,8 +16,7 @@ at::Tensor to_device_async(const at::Tensor& t, const at::Device& device) {
   if (t.is_cpu() && device.is_cuda()) {
     if (uploads_forbidden > 0) {
       throw Error(ErrorKind::kInternal,
-                  "a host tensor of shape " + std::string(t.sizes().vec().empty() ? "()" : "") +
-                      std::to_string(t.numel()) +
+                  "a host tensor of " + std::to_string(t.numel()) +
                       " elements was copied to the GPU inside a CUDA graph capture, which would "
                       "replay its values for ever");
     }

@@ -158,8 +158,7 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
   // CUDA graphs as training uses them: a shape's first step op by op, its second captured, the
   // rest replayed (the warm-up covers the first two of each shape with --warmup >= 2 x shapes).
   s.graphs.reset();
-  if (train::GraphedSteps::supported(s.device) && s.stepper->graphable() &&
-      !s.config.activation_checkpointing) {
+  if (train::GraphedSteps::supported(s.device) && s.stepper->graphable()) {
     s.graphs = std::make_unique<train::GraphedSteps>(s.task->parameters(), /*capture=*/true);
   }
   runtime::reset_peak_memory(spec.device);
@@ -190,14 +189,7 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
           runtime::AutocastGuard autocast(s.device, precision);
           const std::vector<at::Tensor> inputs =
               s.task->prepare(batch, true, 1, &generator).inputs.list();
-          train::AsrTask* task = s.task.get();
-          const train::LossOptions* options = &s.loss;
-          s.stepper->backward_graphed(
-              *s.graphs, inputs,
-              [task, options](const std::vector<at::Tensor>& t) {
-                return task->model_loss(train::ModelInputs::from_list(t), *options).loss;
-              },
-              &loss);
+          s.stepper->backward_graphed(*s.graphs, inputs, s.task->loss_of_inputs(s.loss), &loss);
         } else {
           {
             runtime::AutocastGuard autocast(s.device, precision);

@@ -256,6 +256,13 @@ PreparedBatch AsrTask::prepare(const AsrBatch& batch, bool training, int64_t epo
   return r;
 }
 
+std::function<at::Tensor(const std::vector<at::Tensor>&)> AsrTask::loss_of_inputs(
+    const LossOptions& options) {
+  return [this, options](const std::vector<at::Tensor>& tensors) {
+    return model_loss(ModelInputs::from_list(tensors), options).loss;
+  };
+}
+
 ModelLoss AsrTask::model_loss(const ModelInputs& in, const LossOptions& options) {
   ModelLoss r;
   const at::Tensor frames = in.lengths[0];

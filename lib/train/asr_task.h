@@ -4,6 +4,7 @@
 // train_S2S.py for S2S (reference §1.1, §2.6).
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -132,6 +133,9 @@ class AsrTask {
                         at::Generator* generator,
                         int64_t optimizer_steps = std::numeric_limits<int64_t>::max());
   ModelLoss model_loss(const ModelInputs& inputs, const LossOptions& options);
+  // model_loss's loss as a function of ModelInputs::list() (what GraphedSteps runs).
+  std::function<at::Tensor(const std::vector<at::Tensor>&)> loss_of_inputs(
+      const LossOptions& options);
 
   // The file's augment_warmup, or -1 without one.
   int64_t augment_warmup() const { return augment_warmup_; }

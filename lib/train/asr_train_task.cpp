@@ -70,8 +70,7 @@ class AsrTrainTask::Epoch final : public EpochBatches {
   }
 
   at::Tensor loss(uint64_t global_index, int64_t optimizer_steps) override {
-    at::Generator generator = features::make_generator(mix_seed(
-        static_cast<uint64_t>(task_.config().seed), {static_cast<uint64_t>(epoch_), global_index}));
+    at::Generator generator = generator_for(global_index);
     return task_.modules_
         ->forward(batch_, true, epoch_, &generator, task_.loss_options_, optimizer_steps)
         .loss;
@@ -79,21 +78,22 @@ class AsrTrainTask::Epoch final : public EpochBatches {
 
   bool split_loss(uint64_t global_index, int64_t optimizer_steps, std::vector<at::Tensor>* inputs,
                   std::function<at::Tensor(const std::vector<at::Tensor>&)>* loss_fn) override {
-    at::Generator generator = features::make_generator(mix_seed(
-        static_cast<uint64_t>(task_.config().seed), {static_cast<uint64_t>(epoch_), global_index}));
+    at::Generator generator = generator_for(global_index);
     *inputs = task_.modules_->prepare(batch_, true, epoch_, &generator, optimizer_steps)
                   .inputs.list();
-    AsrTask* modules = task_.modules_.get();
-    const LossOptions* options = &task_.loss_options_;
-    *loss_fn = [modules, options](const std::vector<at::Tensor>& tensors) {
-      return modules->model_loss(ModelInputs::from_list(tensors), *options).loss;
-    };
+    *loss_fn = task_.modules_->loss_of_inputs(task_.loss_options_);
     return true;
   }
 
   double audio_seconds() const override { return batch_.audio_seconds; }
 
  private:
+  // The augmentation's generator for the batch at `global_index` of the epoch (over the ranks).
+  at::Generator generator_for(uint64_t global_index) const {
+    return features::make_generator(mix_seed(static_cast<uint64_t>(task_.config().seed),
+                                             {static_cast<uint64_t>(epoch_), global_index}));
+  }
+
   AsrTrainTask& task_;
   int64_t epoch_;
   const UtteranceMaker maker_;  // used by loader_'s workers: declared (and destroyed) around it

@@ -31,9 +31,10 @@
 namespace masr::train {
 namespace {
 
-bool graphs_off_by_env() {
+// MASR_CUDA_GRAPHS: "0", "1", "split", or empty when unset.
+std::string graphs_setting() {
   const char* v = std::getenv("MASR_CUDA_GRAPHS");
-  return v != nullptr && std::string(v) == "0";
+  return v != nullptr ? v : "";
 }
 
 size_t max_graphs_from_env() {
@@ -298,25 +299,18 @@ struct GraphedSteps::Impl {
 
 bool GraphedSteps::supported(const at::Device& device) {
 #ifdef MASR_GRAPH_CAPTURE
-  return device.is_cuda() && !graphs_off_by_env();
+  return device.is_cuda() && graphs_setting() != "0";
 #else
   (void)device;
-  (void)graphs_off_by_env;
   return false;
 #endif
 }
 
-bool GraphedSteps::capture_from_start() {
-  const char* v = std::getenv("MASR_CUDA_GRAPHS");
-  return v != nullptr && std::string(v) == "1";
-}
+bool GraphedSteps::capture_from_start() { return graphs_setting() == "1"; }
 
 void GraphedSteps::set_capturing(bool on) { impl_->capturing = on; }
 
-bool GraphedSteps::split_requested() {
-  const char* v = std::getenv("MASR_CUDA_GRAPHS");
-  return v != nullptr && std::string(v) == "split";
-}
+bool GraphedSteps::split_requested() { return graphs_setting() == "split"; }
 
 GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture)
     : impl_(std::make_unique<Impl>()) {

@@ -46,7 +46,9 @@ bool OptimizerStepper::backward(const at::Tensor& loss) {
 bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, const std::vector<at::Tensor>& inputs,
                                         const GraphedSteps::LossFn& loss_fn, at::Tensor* loss) {
   if (!graphable()) {
-    throw Error(ErrorKind::kInternal, "OptimizerStepper: no graphed backward with the fp16 scaler");
+    throw Error(ErrorKind::kInternal,
+                "OptimizerStepper: no graphed backward with the fp16 scaler or activation "
+                "checkpointing");
   }
   profile_phase("model");
   graphs_ = &graphs;

@@ -55,10 +55,13 @@ class OptimizerStepper {
   bool backward(const at::Tensor& loss);
   // backward() for a loss that `graphs` computes from `inputs` (GraphedSteps::forward_backward:
   // a CUDA graph's replay where it has one); the loss comes back in `loss`. Not with the fp16
-  // scaler (graphable()). Every backward of a run goes one way or the other.
+  // scaler or activation checkpointing (graphable()). Every backward of a run goes one way or
+  // the other.
   bool backward_graphed(GraphedSteps& graphs, const std::vector<at::Tensor>& inputs,
                         const GraphedSteps::LossFn& loss_fn, at::Tensor* loss);
-  bool graphable() const { return !scaler_.enabled(); }
+  // No fp16 loss scaler (its scale lives on the host) and no activation checkpointing (its
+  // recomputation saves and restores generator states on the host).
+  bool graphable() const { return !scaler_.enabled() && !config_.activation_checkpointing; }
   // Averages, unscales, clips and steps (skipped on inf/nan gradients), then Noam.
   void step();
   int64_t accumulated() const { return accumulated_; }

@@ -133,10 +133,9 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
   stepper_ = std::make_unique<OptimizerStepper>(config_, task_->parameters(), device_.is_cuda(),
                                                 parallel_);
   if ((GraphedSteps::supported(device_) || GraphedSteps::split_requested()) &&
-      stepper_->graphable() && !config_.activation_checkpointing) {
+      stepper_->graphable()) {
     graphs_ = std::make_unique<GraphedSteps>(task_->parameters(),
                                              GraphedSteps::supported(device_));
-    graphs_capture_ = GraphedSteps::supported(device_);
   }
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
   progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
@@ -346,32 +345,26 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
   // every batch goes through backward. A non-finite loss gives NaN gradients, so its optimizer
   // step is skipped on the device, on every rank alike (train/optimizer_stepper.h); rank 0 warns
   // about skipped steps when it logs.
-  if (graphs_) {
+  bool split = false;
+  bool stepped = false;
+  if (graphs_) {  // the loss and backward as GraphedSteps runs them (CUDA graphs)
     std::vector<at::Tensor> inputs;
     GraphedSteps::LossFn loss_fn;
-    bool split = false;
-    bool stepped = false;
     {
       runtime::AutocastGuard autocast(device_, config_.precision);
       split = batches.split_loss(global_index, stepper_->steps(), &inputs, &loss_fn);
       if (split) stepped = stepper_->backward_graphed(*graphs_, inputs, loss_fn, &loss);
     }
-    if (split) {
-      if (graphs_capture_ && !graphs_announced_ && main()) {
-        MASR_LOG_INFO("train: CUDA graphs on: from the run's second epoch, each batch shape seen "
-                      "before is captured and then replayed (MASR_CUDA_GRAPHS=1: from the first "
-                      "batch; 0: off)");
-      }
-      graphs_announced_ = true;
-      profile_phase("loss-check");
-      losses_.add(loss);
-      window_audio_ += batches.audio_seconds();
-      if (stepped) after_step();
-      return;
+    if (!split) {
+      graphs_.reset();  // the task has no split: op by op from here on (nothing was run)
+    } else if (!graphs_announced_ && main() && GraphedSteps::supported(device_)) {
+      MASR_LOG_INFO("train: CUDA graphs on: from the run's second epoch, each batch shape seen "
+                    "before is captured and then replayed (MASR_CUDA_GRAPHS=1: from the first "
+                    "batch; 0: off)");
     }
-    graphs_.reset();  // the task has no split: op by op from here on (nothing was run)
+    graphs_announced_ = true;
   }
-  {
+  if (!split) {
     runtime::AutocastGuard autocast(device_, config_.precision);
     const nn::ActivationCheckpointing checkpointing(config_.activation_checkpointing);
     loss = batches.loss(global_index, stepper_->steps());
@@ -379,7 +372,8 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
   profile_phase("loss-check");
   losses_.add(loss);
   window_audio_ += batches.audio_seconds();
-  if (stepper_->backward(loss)) after_step();
+  if (!split) stepped = stepper_->backward(loss);
+  if (stepped) after_step();
 }
 
 void TrainLoop::after_step() {

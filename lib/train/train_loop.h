@@ -139,7 +139,6 @@ class TrainLoop {
   // CUDA training whose task splits its loss (train/cuda_graph_step.h); null: op by op.
   std::unique_ptr<GraphedSteps> graphs_;
   int64_t first_epoch_of_run_ = -1;  // the epoch this process started training in
-  bool graphs_capture_ = false;      // graphs_ captures (CUDA), rather than only splitting
   bool graphs_announced_ = false;    // the "CUDA graphs on" line was logged
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainLogger> logger_;

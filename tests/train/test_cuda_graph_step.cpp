@@ -16,6 +16,7 @@
 
 #include "../models/repo_hparams.h"
 #include "hparams/hparams.h"
+#include "padded_batch.h"
 #include "runtime/autocast.h"
 #include "runtime/device_copy.h"
 #include "toolkit/registration.h"
@@ -42,30 +43,15 @@ masr::hparams::Hparams load_s2s() {
 // most): relative lengths below 1, so the padding is exercised.
 AsrBatch random_batch(int64_t n, int64_t samples, int64_t tokens, uint64_t seed) {
   torch::manual_seed(seed);
-  AsrBatch b;
-  b.wav = torch::zeros({n, samples});
-  b.wav_rel = torch::empty({n});
-  b.tokens = torch::zeros({n, tokens}, torch::kLong);
-  b.tokens_rel = torch::empty({n});
-  b.tokens_bos = torch::zeros({n, tokens + 1}, torch::kLong);
-  b.tokens_eos = torch::zeros({n, tokens + 1}, torch::kLong);
-  b.tokens_eos_rel = torch::empty({n});
+  std::vector<masr::testing::Utterance> items;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t len = samples - i * samples / (3 * n);
-    const int64_t u = std::max<int64_t>(1, tokens - i);
-    b.wav[i].narrow(0, 0, len).copy_(torch::randn({len}) * 0.1);
-    b.wav_rel[i] = static_cast<float>(static_cast<double>(len) / samples);
-    const at::Tensor t = torch::randint(3, 30, {u}, torch::kLong);
-    b.tokens[i].narrow(0, 0, u).copy_(t);
-    b.tokens_rel[i] = static_cast<float>(static_cast<double>(u) / tokens);
-    b.tokens_bos[i][0] = 1;
-    b.tokens_bos[i].narrow(0, 1, u).copy_(t);
-    b.tokens_eos[i].narrow(0, 0, u).copy_(t);
-    b.tokens_eos[i][u] = 2;
-    b.tokens_eos_rel[i] = static_cast<float>(static_cast<double>(u + 1) / (tokens + 1));
-    b.ids.push_back("u" + std::to_string(i));
-    b.words.emplace_back("x");
+    const at::Tensor wav = torch::randn({len}) * 0.1;
+    const at::Tensor t = torch::randint(3, 30, {std::max<int64_t>(1, tokens - i)}, torch::kLong);
+    items.push_back(
+        {wav, std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel())});
   }
+  AsrBatch b = masr::testing::make_batch(items, /*bos=*/1, /*eos=*/2);
   b.audio_seconds = static_cast<double>(n * samples) / 16000.0;
   return b;
 }
@@ -86,12 +72,6 @@ masr::train::LossOptions loss_options() {
   options.ctc_weight = 0.3;
   options.label_smoothing = 0.1;
   return options;
-}
-
-GraphedSteps::LossFn loss_fn_of(AsrTask& task, const masr::train::LossOptions& options) {
-  return [&task, options](const std::vector<at::Tensor>& t) {
-    return task.model_loss(masr::train::ModelInputs::from_list(t), options).loss;
-  };
 }
 
 std::vector<at::Tensor> inputs_of(AsrTask& task, const AsrBatch& batch) {
@@ -116,6 +96,24 @@ std::vector<at::Tensor> grads_of(const std::vector<at::Tensor>& params) {
   for (const at::Tensor& p : params) {
     out.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
   }
+  return out;
+}
+
+void drop_grads(const std::vector<at::Tensor>& params);
+
+// The gradients backward() leaves over `batches`, each loss / `divisor` (OptimizerStepper's
+// accumulation), starting from none; the parameters have none afterwards.
+std::vector<at::Tensor> backward_grads(AsrTask& task, const masr::train::LossOptions& options,
+                                       const std::vector<const AsrBatch*>& batches,
+                                       double divisor) {
+  const std::vector<at::Tensor> params = task.parameters();
+  drop_grads(params);
+  for (const AsrBatch* batch : batches) {
+    const at::Tensor loss = task.forward(*batch, true, 100, nullptr, options).loss;
+    (masr::train::with_nan_gradients_unless_finite(loss) / divisor).backward();
+  }
+  std::vector<at::Tensor> out = grads_of(params);
+  drop_grads(params);
   return out;
 }
 
@@ -159,16 +157,10 @@ TEST_CASE("GraphedSteps accumulates the gradients backward() does, into flat buf
   const AsrBatch b = random_batch(3, 14000, 4, 8);
 
   // Reference: two backward passes of loss / 2 (an accumulation of 2), as OptimizerStepper.
-  drop_grads(params);
-  for (const AsrBatch* batch : {&a, &b}) {
-    const at::Tensor loss = task.forward(*batch, true, 100, nullptr, options).loss;
-    (masr::train::with_nan_gradients_unless_finite(loss) / 2.0).backward();
-  }
-  const std::vector<at::Tensor> expected = grads_of(params);
-  drop_grads(params);
+  const std::vector<at::Tensor> expected = backward_grads(task, options, {&a, &b}, 2.0);
 
   GraphedSteps steps(params, /*capture=*/false);
-  const auto fn = loss_fn_of(task, options);
+  const auto fn = task.loss_of_inputs(options);
   const at::Tensor la = steps.forward_backward(inputs_of(task, a), fn, 2.0, /*first=*/true);
   const at::Tensor lb = steps.forward_backward(inputs_of(task, b), fn, 2.0, /*first=*/false);
   CHECK(la.item<double>() == task.forward(a, true, 100, nullptr, options).loss.item<double>());
@@ -191,11 +183,7 @@ TEST_CASE("GraphedSteps accumulates the gradients backward() does, into flat buf
   SECTION("a new accumulation starts from zero, after zero_grad dropped the gradients") {
     drop_grads(params);
     (void)steps.forward_backward(inputs_of(task, b), fn, 1.0, /*first=*/true);
-    drop_grads(params);
-    const at::Tensor loss = task.forward(b, true, 100, nullptr, options).loss;
-    masr::train::with_nan_gradients_unless_finite(loss).backward();
-    const std::vector<at::Tensor> alone = grads_of(params);
-    drop_grads(params);
+    const std::vector<at::Tensor> alone = backward_grads(task, options, {&b}, 1.0);
     (void)steps.forward_backward(inputs_of(task, b), fn, 1.0, /*first=*/true);
     CHECK(relative_difference(grads_of(params), alone) <= 1e-6);
   }
@@ -235,7 +223,7 @@ TEST_CASE("OptimizerStepper's graphed backward trains as its backward does", "[t
                                       std::make_shared<masr::train::DataParallel>());
   REQUIRE(split.graphable());
   GraphedSteps steps(split_task.parameters(), /*capture=*/false);
-  const auto fn = loss_fn_of(split_task, options);
+  const auto fn = split_task.loss_of_inputs(options);
   int stepped = 0;
   for (int i = 0; i < 4; ++i) {
     const AsrBatch batch = random_batch(2 + i % 2, 12000 + 3000 * i, 5, 20 + i);
@@ -277,7 +265,7 @@ TEST_CASE("CUDA graphs replay the steps op by op gives, shape by shape", "[.cuda
   const auto options = loss_options();
   prepare_task(task, options);
   const std::vector<at::Tensor> params = task.parameters();
-  const auto fn = loss_fn_of(task, options);
+  const auto fn = task.loss_of_inputs(options);
   for (const auto precision : {masr::runtime::Precision::kFp32, masr::runtime::Precision::kBf16}) {
     INFO(masr::runtime::precision_name(precision));
     GraphedSteps graphed(params, /*capture=*/true);
@@ -320,7 +308,7 @@ TEST_CASE("a capture that copies from the host falls back to steps op by op", "[
   task.to(at::Device(at::kCUDA, 0));
   const auto options = loss_options();
   prepare_task(task, options);
-  const auto fn = loss_fn_of(task, options);
+  const auto fn = task.loss_of_inputs(options);
   // Adds a host tensor's value: fine op by op, refused inside a capture.
   const GraphedSteps::LossFn uploads = [&](const std::vector<at::Tensor>& t) {
     return fn(t) + masr::runtime::to_device_async(torch::zeros({}), t.front().device());

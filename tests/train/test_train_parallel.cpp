@@ -96,20 +96,28 @@ TEST_CASE("torchrun variables: two nodes of two ranks on one host train as one p
   CHECK(read_file(dir.file("out1/train_log.txt")).find("epoch: 2") != std::string::npos);
 }
 
-TEST_CASE("train --nproc 2 ends with the parameters of one process accumulating 2 batches",
-          "[train][parallel]") {
-  testing::TempDir dir("train_ddp");
+namespace {
+
+// One process accumulating 2 batches (dir/out2, log one.log) and two ranks with 1 each (dir/out1,
+// two.log), `env` set for both: the largest relative difference of their final parameters.
+double two_ranks_against_accumulation(const testing::TempDir& dir, const std::string& env) {
   testing::write_synth_corpus(dir.file("corpus"));  // 8 utterances: 8 batches of 1 per epoch
-  const std::string exe = testing::mamba_asr_exe();
-  // One process accumulating 2 batches (out2), two ranks with 1 each (out1).
+  const std::string exe = env + testing::mamba_asr_exe();
   REQUIRE(testing::run_command(exe + " train " + tiny_args(dir.str(), 2) + " 2> " +
                                dir.file("one.log")) == 0);
   const int rc = testing::run_command(exe + " train --nproc 2 " + tiny_args(dir.str(), 1) + " 2> " +
                                       dir.file("two.log"));
   INFO(read_file(dir.file("two.log")));
   REQUIRE(rc == 0);
-  const double worst =
-      testing::largest_difference(dir.file("out2/model.masr"), dir.file("out1/model.masr"));
+  return testing::largest_difference(dir.file("out2/model.masr"), dir.file("out1/model.masr"));
+}
+
+}  // namespace
+
+TEST_CASE("train --nproc 2 ends with the parameters of one process accumulating 2 batches",
+          "[train][parallel]") {
+  testing::TempDir dir("train_ddp");
+  const double worst = two_ranks_against_accumulation(dir, "");
   CHECK(worst < 1e-5);
   // Measured: 0 (x/2 + y/2 and (x + y)/2 round alike); with the CNN's default dropout 0.1 it is
   // about 1.6, so the comparison does bite.
@@ -162,16 +170,7 @@ TEST_CASE("train --nproc 2: a rank that dies stops the others and names the rank
 TEST_CASE("train --nproc 2 with the split step of CUDA-graph training averages its flat gradients",
           "[train][parallel]") {
   testing::TempDir dir("train_ddp_split");
-  testing::write_synth_corpus(dir.file("corpus"));
-  const std::string exe = "MASR_CUDA_GRAPHS=split " + testing::mamba_asr_exe();
-  REQUIRE(testing::run_command(exe + " train " + tiny_args(dir.str(), 2) + " 2> " +
-                               dir.file("one.log")) == 0);
-  const int rc = testing::run_command(exe + " train --nproc 2 " + tiny_args(dir.str(), 1) + " 2> " +
-                                      dir.file("two.log"));
-  INFO(read_file(dir.file("two.log")));
-  REQUIRE(rc == 0);
-  const double worst =
-      testing::largest_difference(dir.file("out2/model.masr"), dir.file("out1/model.masr"));
+  const double worst = two_ranks_against_accumulation(dir, "MASR_CUDA_GRAPHS=split ");
   CHECK(worst < 1e-5);
   WARN("largest relative difference: " << worst);
   // Both runs took the split path (rank 0 reports its counts at each epoch's end).
