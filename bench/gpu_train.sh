@@ -36,7 +36,9 @@
 #             off, oldN: every A/B switch off); base runs the binary
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
-#             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz
+#             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz.
+#             SCALE_EPOCHS epochs per run (default 1; more: EPOCH_BATCHES, the batches of an
+#             epoch on one GPU, puts the profile in the last epoch)
 #   graphepochs  GRAPH_EPOCHS (3) epochs of one-GPU training on $DATA (GRAPH_COPIES listings, 10)
 #             with CUDA graphs (from the second epoch, train's default) and with MASR_CUDA_GRAPHS=0
 #   realtrace one GPU of real training on $DATA (TRACE_COPIES listings, default 5) with a Kineto
@@ -318,9 +320,16 @@ scale_run() {  # name binary nproc|2x2
   rm -rf "$out"; mkdir -p /tmp/scale
   local args=(--device cuda train hparams/S2S/conmamba_large.yaml --data_folder "$data"
     --output_folder "$out" --train_csv /tmp/scale_train.csv --valid_csv "$data/valid.csv"
-    --number_of_epochs 1 --num_workers "${WORKERS:-8}" --precision bf16 --grad_accumulation_factor 1
-    --output_neurons 1000)
-  if [[ $bin == "$BIN_BASE" ]]; then args+=(--profile 30); else args+=(--profile 30 --profile-from 50); fi
+    --number_of_epochs "${SCALE_EPOCHS:-1}" --num_workers "${WORKERS:-8}" --precision bf16
+    --grad_accumulation_factor 1 --output_neurons 1000)
+  # The profiled batches: 51-80, or with SCALE_EPOCHS > 1 from the 21st batch of the last epoch
+  # (EPOCH_BATCHES: the epoch's batches on one GPU).
+  local ranks=$layout from=50
+  [[ $layout == *x* ]] && ranks=$((${layout%x*} * ${layout#*x}))
+  if ((${SCALE_EPOCHS:-1} > 1)); then
+    from=$(((${SCALE_EPOCHS} - 1) * ${EPOCH_BATCHES:?EPOCH_BATCHES: the batches of one epoch on one GPU} / ranks + 20))
+  fi
+  if [[ $bin == "$BIN_BASE" ]]; then args+=(--profile 30); else args+=(--profile 30 --profile-from "$from"); fi
   local t0=$SECONDS rc=0
   case $layout in
     1) CUDA_VISIBLE_DEVICES=0 env ${RUN_ENV:-} "$bin" "${args[@]}" > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
@@ -353,7 +362,7 @@ scale_run() {  # name binary nproc|2x2
       cp "/tmp/scale/$name.rank0.log" "/tmp/scale/$name.log" ;;
   esac
   summary "$name: rc=$rc wall $((SECONDS - t0)) s"
-  grep -h "first optimizer step\|runs on CPUs\|CPU threads\|^epoch 1:" "/tmp/scale/$name.log" | cut -c1-220 | tee -a "$OUT/summary.txt"
+  grep -h "first optimizer step\|runs on CPUs\|CPU threads\|^epoch [0-9]*:\|CUDA graphs\|batch shapes on" "/tmp/scale/$name.log" | cut -c1-260 | tee -a "$OUT/summary.txt"
   python3 bench/ddp_profile.py "$out" | grep -v '^JSON' | tee -a "$OUT/summary.txt"
 }
 

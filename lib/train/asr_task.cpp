@@ -160,6 +160,22 @@ ModelInputs ModelInputs::from_list(const std::vector<at::Tensor>& tensors) {
   return in;
 }
 
+std::vector<at::Tensor> ModelInputs::like(const std::vector<InputSpec>& specs,
+                                          const at::Device& device) {
+  if ((specs.size() != 3 && specs.size() != 6) || specs[0].sizes.size() != 3 ||
+      specs[1].sizes.size() != 2 || specs[2].sizes.size() != 2) {
+    throw Error(ErrorKind::kInternal, "ModelInputs::like: not the shapes of a model's inputs");
+  }
+  const auto on = [&](const InputSpec& s) { return at::TensorOptions(device).dtype(s.dtype); };
+  std::vector<at::Tensor> out;
+  out.push_back(at::zeros(specs[0].sizes, on(specs[0])));
+  const int64_t batch = specs[1].sizes[1];
+  out.push_back(at::stack({at::full({batch}, specs[0].sizes[1], on(specs[1])),
+                           at::full({batch}, specs[2].sizes[1], on(specs[1]))}));
+  for (size_t i = 2; i < specs.size(); ++i) out.push_back(at::ones(specs[i].sizes, on(specs[i])));
+  return out;
+}
+
 ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epoch,
                                at::Generator* generator, const LossOptions& options,
                                int64_t optimizer_steps) {

@@ -20,6 +20,7 @@
 #include "models/transformer_asr.h"
 #include "nn/conv_frontend.h"
 #include "nn/wrappers.h"
+#include "train/cuda_graph_step.h"
 #include "train/losses.h"
 
 namespace masr::train {
@@ -84,6 +85,10 @@ struct ModelInputs {
   // The defined tensors in this order, and back (a CTC task's list has three).
   std::vector<at::Tensor> list() const;
   static ModelInputs from_list(const std::vector<at::Tensor>& tensors);
+  // A list of the given shapes that a step runs on (an InputsLike for CUDA-graph captures):
+  // zero features, full lengths, token 1 everywhere, relative lengths 1.
+  static std::vector<at::Tensor> like(const std::vector<InputSpec>& specs,
+                                      const at::Device& device);
 };
 
 // A batch made ready for the model: ModelInputs, and the host-side lengths and row map.

@@ -26,6 +26,7 @@ class AsrTrainTask final : public TrainTask {
   std::string describe() const override;
   const data::Manifest& train_set() const override { return train_set_; }
   std::vector<at::Tensor> parameters() const override { return modules_->parameters(); }
+  InputsLike graph_inputs_like() const override { return &ModelInputs::like; }
   void set_training(bool on) override { modules_->train(on); }
   std::unique_ptr<EpochBatches> open_epoch(int64_t epoch,
                                            std::vector<data::Batch> batches) override;

@@ -8,6 +8,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -22,6 +23,7 @@
 #if defined(MASR_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
 #define MASR_GRAPH_CAPTURE 1
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/util/accumulate.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -59,6 +61,49 @@ std::string key_of(const std::vector<at::Tensor>& inputs, double divisor) {
     for (const int64_t s : t.sizes()) key += ',' + std::to_string(s);
   }
   return key;
+}
+
+// key_of's divisor and shapes back (false if `key` is not one).
+bool parse_key(const std::string& key, double* divisor, std::vector<InputSpec>* specs) {
+  static const at::ScalarType kTypes[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
+                                          at::kLong,  at::kInt,    at::kShort, at::kChar,
+                                          at::kByte,  at::kBool};
+  std::vector<std::string> parts;
+  size_t from = 0;
+  for (size_t bar; (bar = key.find('|', from)) != std::string::npos; from = bar + 1) {
+    parts.push_back(key.substr(from, bar - from));
+  }
+  parts.push_back(key.substr(from));
+  if (parts.size() < 2 || parts[0].size() < 2 || parts[0][0] != '/') return false;
+  char* end = nullptr;
+  *divisor = std::strtod(parts[0].c_str() + 1, &end);
+  if (*end != '\0') return false;
+  specs->clear();
+  for (size_t i = 1; i < parts.size(); ++i) {
+    InputSpec spec;
+    const std::string& part = parts[i];
+    const size_t comma = std::min(part.find(','), part.size());
+    const std::string type = part.substr(0, comma);
+    bool known = false;
+    for (const at::ScalarType t : kTypes) {
+      if (type == c10::toString(t)) {
+        spec.dtype = t;
+        known = true;
+      }
+    }
+    if (!known) return false;
+    for (size_t pos = comma; pos < part.size();) {
+      const size_t next = std::min(part.find(',', pos + 1), part.size());
+      const std::string digits = part.substr(pos + 1, next - pos - 1);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
+        return false;
+      }
+      spec.sizes.push_back(std::stoll(digits));
+      pos = next;
+    }
+    specs->push_back(std::move(spec));
+  }
+  return true;
 }
 
 // The autocast cache would keep bf16 copies of the weights made during a capture, in the
@@ -138,6 +183,8 @@ struct GraphedSteps::Impl {
     int64_t seen = 0;
     uint64_t last_use = 0;
     std::unique_ptr<at::cuda::CUDAGraph> graph;
+    std::vector<InputSpec> specs;  // the inputs' shapes (from the key)
+    double divisor = 1.0;
   };
   std::map<std::string, Entry> entries;
   // Every graph reads its inputs from the same buffers (one per input, as large as the largest
@@ -150,6 +197,8 @@ struct GraphedSteps::Impl {
   decltype(at::cuda::graph_pool_handle()) pool{};
   bool have_pool = false;
   bool warmed = false;  // a first eager step ran on the capture stream
+  bool capture_seen = false;  // set_capturing turned capturing on: capture the shapes seen so far
+  InputsLike inputs_like;     // set_inputs_like
   bool broken = false;  // a capture failed: eager from then on
   uint64_t clock = 0;
 
@@ -255,13 +304,95 @@ struct GraphedSteps::Impl {
     done.block(current);
   }
 
+  // The entry of a shape key, made (with the shapes it stands for) the first time.
+  Entry& entry(const std::string& key) {
+    auto [it, made] = entries.try_emplace(key);
+    if (made) {
+      if (!parse_key(key, &it->second.divisor, &it->second.specs)) {
+        entries.erase(it);
+        throw Error(ErrorKind::kInternal, "GraphedSteps: not a shape key: '" + key + "'");
+      }
+      stats.shapes = static_cast<int64_t>(entries.size());
+    }
+    return it->second;
+  }
+
+  // Captures a graph for every shape seen so far that has none (the most often seen first, up
+  // to the graph limit), before the batch at hand: on every rank at the same step, rather than
+  // each rank's captures, spread over an epoch, stalling the others at their all-reduces.
+  void capture_seen_shapes(const LossFn& fn) {
+    if (!inputs_like) return;
+    std::vector<Entry*> todo;
+    for (auto& [key, e] : entries) {
+      if (!e.graph) todo.push_back(&e);
+    }
+    std::stable_sort(todo.begin(), todo.end(), [](const Entry* a, const Entry* b) {
+      return a->seen != b->seen ? a->seen > b->seen : a->last_use > b->last_use;
+    });
+    const size_t room = max_graphs > static_cast<size_t>(stats.graphs)
+                            ? max_graphs - static_cast<size_t>(stats.graphs)
+                            : 0;
+    if (todo.size() > room) todo.resize(room);
+    if (todo.empty()) return;
+    // The shared input buffers at once as large as the largest of these shapes needs: growing
+    // them later would drop the graphs captured before.
+    const at::Device device = params.front().device();
+    std::vector<at::Tensor> largest;
+    for (size_t i = 0; i < todo.front()->specs.size(); ++i) {
+      int64_t n = 0;
+      for (const Entry* e : todo) {
+        if (i < e->specs.size()) n = std::max(n, c10::multiply_integers(e->specs[i].sizes));
+      }
+      largest.push_back(at::empty({n}, at::TensorOptions(device).dtype(todo.front()->specs[i].dtype)));
+    }
+    (void)views_for(largest);
+    profile_phase("capture");
+    const auto start = std::chrono::steady_clock::now();
+    int64_t done = 0;
+    for (Entry* e : todo) {
+      const std::vector<at::Tensor> like = inputs_like(e->specs, device);
+      const std::vector<at::Tensor> static_inputs = views_for(like);
+      for (size_t i = 0; i < like.size(); ++i) static_inputs[i].copy_(like[i]);
+      try {
+        capture_into(*e, static_inputs, fn, e->divisor);
+      } catch (const std::exception& error) {
+        give_up(error);
+        return;
+      }
+      ++stats.captured;
+      ++stats.graphs;
+      ++done;
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    MASR_LOG_INFO("train: captured %lld CUDA graphs for the batch shapes seen so far in %.1f s",
+                  static_cast<long long>(done), seconds);
+  }
+
+  void give_up(const std::exception& error) {
+    broken = true;
+    entries.clear();
+    stats.graphs = 0;
+    MASR_LOG_WARN(
+        "train: CUDA graphs off for the rest of the run (MASR_CUDA_GRAPHS=0 skips them): "
+        "a capture failed: %s",
+        error.what());
+  }
+
   at::Tensor graphed(const std::vector<at::Tensor>& inputs, const LossFn& fn, double divisor) {
-    Entry& e = entries[key_of(inputs, divisor)];
-    stats.shapes = static_cast<int64_t>(entries.size());
+    if (capture_seen && capturing) {
+      capture_seen = false;
+      capture_seen_shapes(fn);
+      if (broken) {
+        ++stats.eager;
+        return run(inputs, fn, divisor, /*add=*/true);
+      }
+    }
+    Entry& e = entry(key_of(inputs, divisor));
     e.last_use = ++clock;
     ++e.seen;
     // A shape's first batch (cuBLAS and cuDNN choose their kernels), or capturing is off.
-    if (e.seen == 1 || (!capturing && !e.graph)) {
+    if (!e.graph && (e.seen == 1 || !capturing)) {
       ++stats.eager;
       return run(inputs, fn, divisor, /*add=*/true);
     }
@@ -275,13 +406,7 @@ struct GraphedSteps::Impl {
       try {
         capture_into(e, static_inputs, fn, divisor);
       } catch (const std::exception& error) {
-        broken = true;
-        entries.clear();
-        stats.graphs = 0;
-        MASR_LOG_WARN(
-            "train: CUDA graphs off for the rest of the run (MASR_CUDA_GRAPHS=0 skips them): "
-            "a capture failed: %s",
-            error.what());
+        give_up(error);
         ++stats.eager;
         return run(inputs, fn, divisor, /*add=*/true);
       }
@@ -308,7 +433,38 @@ bool GraphedSteps::supported(const at::Device& device) {
 
 bool GraphedSteps::capture_from_start() { return graphs_setting() == "1"; }
 
-void GraphedSteps::set_capturing(bool on) { impl_->capturing = on; }
+void GraphedSteps::set_capturing(bool on) {
+  Impl& m = *impl_;
+#ifdef MASR_GRAPH_CAPTURE
+  if (on && !m.capturing && m.capture) m.capture_seen = true;
+#endif
+  m.capturing = on;
+}
+
+void GraphedSteps::set_inputs_like(InputsLike like) {
+#ifdef MASR_GRAPH_CAPTURE
+  impl_->inputs_like = std::move(like);
+#else
+  (void)like;
+#endif
+}
+
+std::vector<std::string> GraphedSteps::shape_keys() const {
+  std::vector<std::string> keys;
+#ifdef MASR_GRAPH_CAPTURE
+  for (const auto& [key, e] : impl_->entries) keys.push_back(key);
+#endif
+  return keys;
+}
+
+void GraphedSteps::add_shape_keys(const std::vector<std::string>& keys) {
+#ifdef MASR_GRAPH_CAPTURE
+  if (impl_->broken) return;
+  for (const std::string& key : keys) (void)impl_->entry(key);
+#else
+  (void)keys;
+#endif
+}
 
 bool GraphedSteps::split_requested() { return graphs_setting() == "split"; }
 

@@ -11,9 +11,11 @@
 // costs about an eager step and a replay more, so a shape pays off from its fifth batch or so:
 // in one epoch of an 84 h corpus the grid gave 172 shapes in 649 batches, and the captures ate
 // the gain (bench/results/2026-11-28-h200-cuda-graphs.md). So training captures nothing in a
-// run's first epoch, which only counts shapes; from the second epoch on, every shape seen before
-// is captured when it comes (MASR_CUDA_GRAPHS=1: from the first batch). Graphs live as long as
-// the run. They share one memory pool and one set of input
+// run's first epoch, which only counts shapes; at the start of the second, every shape seen so
+// far is captured at once, before its first batch (on every rank at the same step: captures
+// spread over an epoch would each stall the other ranks at the all-reduce), and a shape first
+// seen later is captured the second time it comes (MASR_CUDA_GRAPHS=1: captures from the first
+// batch, each shape the second time it comes). Graphs live as long as the run. They share one memory pool and one set of input
 // buffers (as large as the largest batch so far) and loss scalar: graphs replay one at a time,
 // and nothing a replay leaves in the pool is read by another, so a graph costs little beyond
 // its nodes. Gradients accumulate into flat buffers, one per parameter dtype, of which every
@@ -39,6 +41,16 @@
 #include <vector>
 
 namespace masr::train {
+
+// One input of a step: what a graph is specific to.
+struct InputSpec {
+  std::vector<int64_t> sizes;
+  at::ScalarType dtype = at::kFloat;
+};
+// Inputs of the given shapes, on `device`, with values a step can run on (lengths and indices in
+// range): what captures run with when no batch of a shape is at hand.
+using InputsLike =
+    std::function<std::vector<at::Tensor>(const std::vector<InputSpec>&, const at::Device&)>;
 
 struct GraphStats {
   int64_t eager = 0;     // batches run op by op (a shape's first time, or graphs off)
@@ -76,8 +88,19 @@ class GraphedSteps {
                               double scale, bool first);
 
   // While off (a run's first epoch, by default), shapes are only counted and every batch runs
-  // eagerly; once on, a shape is captured the first time it comes after a batch of it ran.
+  // eagerly. Turned on, the next batch first captures a graph for every shape seen so far (from
+  // the sizes and small values of its first batch); a shape new after that is captured the
+  // second time it comes.
   void set_capturing(bool on);
+  // What the captures at set_capturing(true) run with (AsrTask::inputs_like); without it,
+  // no shape is captured before its second batch.
+  void set_inputs_like(InputsLike like);
+  // The shapes seen so far, as opaque keys; add_shape_keys adds those other ranks saw, so that
+  // set_capturing(true) captures them too (a rank sees 1/N of an epoch's batches: alone it
+  // would meet many shapes first in a later epoch, and each such batch runs op by op, or is
+  // captured, while the other ranks wait).
+  std::vector<std::string> shape_keys() const;
+  void add_shape_keys(const std::vector<std::string>& keys);
   // MASR_CUDA_GRAPHS=1: capture from a run's first batch rather than from its second epoch.
   static bool capture_from_start();
 

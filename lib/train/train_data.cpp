@@ -198,7 +198,8 @@ AsrBatch collate(std::vector<Utterance> items, int sample_rate, const TrainConfi
     eos.push_back(std::move(with_eos));
   }
   // On the shape grid (TrainConfig::recurring_shapes): audio in 40 ms units 2 % apart, the
-  // decoder's BOS/EOS sequences in units of 8 tokens 10 % apart.
+  // decoder's BOS/EOS sequences in units of 8 tokens 10 % apart, and CTC's targets one shorter
+  // (their width is part of a batch's shape too: CUDA graphs are captured per shape).
   int64_t wav_len = 0, seq_len = 0;
   if (config.recurring_shapes) {
     int64_t longest = 0, longest_seq = 0;
@@ -208,7 +209,8 @@ AsrBatch collate(std::vector<Utterance> items, int sample_rate, const TrainConfi
     seq_len = data::grid_length(longest_seq, 8, 1.1);
   }
   const data::PaddedTensor wav = data::pad_right(wavs, 0.0, wav_len);
-  const data::PaddedTensor tok = data::pad_sequences(tokens, config.pad_index);
+  const data::PaddedTensor tok =
+      data::pad_sequences(tokens, config.pad_index, seq_len > 0 ? seq_len - 1 : 0);
   const data::PaddedTensor tok_bos = data::pad_sequences(bos, config.pad_index, seq_len);
   const data::PaddedTensor tok_eos = data::pad_sequences(eos, config.pad_index, seq_len);
   b.wav = wav.data;

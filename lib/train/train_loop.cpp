@@ -136,6 +136,7 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
       stepper_->graphable()) {
     graphs_ = std::make_unique<GraphedSteps>(task_->parameters(),
                                              GraphedSteps::supported(device_));
+    graphs_->set_inputs_like(task_->graph_inputs_like());
   }
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
   progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
@@ -219,7 +220,12 @@ bool TrainLoop::train_epoch(int64_t epoch) {
   if (graphs_) {
     // The run's first epoch counts shapes; captures start with its second (cuda_graph_step.h).
     if (first_epoch_of_run_ < 0) first_epoch_of_run_ = epoch;
-    graphs_->set_capturing(GraphedSteps::capture_from_start() || epoch > first_epoch_of_run_);
+    const bool capture = GraphedSteps::capture_from_start() || epoch > first_epoch_of_run_;
+    if (capture && !graph_shapes_shared_ && parallel_->world_size() > 1 &&
+        GraphedSteps::supported(device_)) {
+      share_graph_shapes();  // every rank alike (same settings, same epoch)
+    }
+    graphs_->set_capturing(capture);
   }
   const std::unique_ptr<EpochBatches> batches = task_->open_epoch(
       epoch, std::vector<data::Batch>(plan.begin() + static_cast<long>(start), plan.end()));
@@ -334,6 +340,45 @@ void TrainLoop::report_profile() const {
                   : "batches " + std::to_string(from + 1) + "-" + std::to_string(from + profile_->steps());
     progress_->message("train: step profile of " + which + " (written to " + path + "):\n" +
                        profile_->table());
+  }
+}
+
+// Every rank's shape keys to every rank: one collective for their lengths and one for their
+// bytes (as int64, through the all_gather of sums that Gloo and NCCL both have).
+void TrainLoop::share_graph_shapes() {
+  graph_shapes_shared_ = true;
+  std::string mine;
+  for (const std::string& key : graphs_->shape_keys()) mine += key + '\n';
+  const at::TensorOptions options = at::TensorOptions(device_).dtype(at::kLong);
+  const at::Tensor sizes =
+      parallel_->all_gather(at::full({1}, static_cast<int64_t>(mine.size()), options)).cpu();
+  const int64_t longest = sizes.max().item<int64_t>();
+  if (longest == 0) return;
+  at::Tensor bytes = at::zeros({longest}, at::kLong);
+  int64_t* b = bytes.data_ptr<int64_t>();
+  for (size_t i = 0; i < mine.size(); ++i) b[i] = static_cast<unsigned char>(mine[i]);
+  const at::Tensor all = parallel_->all_gather(bytes.to(device_)).cpu().contiguous();
+  std::vector<std::string> theirs;
+  for (int r = 0; r < parallel_->world_size(); ++r) {
+    if (r == parallel_->rank()) continue;
+    const int64_t* row = all[r].data_ptr<int64_t>();
+    const int64_t size = sizes[r][0].item<int64_t>();
+    std::string key;
+    for (int64_t i = 0; i < size; ++i) {
+      const char c = static_cast<char>(row[i]);
+      if (c != '\n') {
+        key += c;
+      } else {
+        theirs.push_back(std::move(key));
+        key.clear();
+      }
+    }
+  }
+  const size_t before = graphs_->shape_keys().size();
+  graphs_->add_shape_keys(theirs);
+  if (main()) {
+    MASR_LOG_INFO("train: %zu batch shapes on this rank, %zu with the other ranks'", before,
+                  graphs_->shape_keys().size());
   }
 }
 

@@ -110,6 +110,7 @@ class TrainLoop {
   };
   void broadcast_parameters();      // every rank starts from rank 0's parameters
   bool train_epoch(int64_t epoch);  // false: stopped
+  void share_graph_shapes();
   void train_batch(EpochBatches& batches, size_t index);
   void after_step();  // logging and step-interval checkpoints after each optimizer step
   StepFlags agree_flags();
@@ -140,6 +141,7 @@ class TrainLoop {
   std::unique_ptr<GraphedSteps> graphs_;
   int64_t first_epoch_of_run_ = -1;  // the epoch this process started training in
   bool graphs_announced_ = false;    // the "CUDA graphs on" line was logged
+  bool graph_shapes_shared_ = false;  // every rank has the shapes that the others saw
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainLogger> logger_;
   std::unique_ptr<Progress> progress_;

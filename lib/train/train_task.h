@@ -20,6 +20,7 @@
 #include "data/sampler.h"
 #include "hparams/hparams.h"
 #include "train/checkpointer.h"
+#include "train/cuda_graph_step.h"
 #include "train/data_parallel.h"
 #include "train/train_config.h"
 
@@ -75,6 +76,9 @@ class TrainTask {
   // The examples the epoch batch plans are drawn from (durations in seconds or in tokens).
   virtual const data::Manifest& train_set() const = 0;
   virtual std::vector<at::Tensor> parameters() const = 0;
+  // Placeholder inputs of split_loss's loss_fn for given shapes (CUDA-graph captures of shapes
+  // not at hand); empty where the task has no split.
+  virtual InputsLike graph_inputs_like() const { return {}; }
   virtual void set_training(bool on) = 0;
   // `batches` (indices into train_set(), the epoch's plan from where it resumes), in order.
   virtual std::unique_ptr<EpochBatches> open_epoch(int64_t epoch,

@@ -29,6 +29,8 @@
 using masr::train::AsrBatch;
 using masr::train::AsrTask;
 using masr::train::GraphedSteps;
+using masr::train::ModelInputs;
+using masr::train::InputSpec;
 
 namespace {
 
@@ -144,6 +146,30 @@ TEST_CASE("the split forward equals forward(): the same loss", "[train]") {
   CHECK(lengths[1][0].item<int64_t>() == 7);
   CHECK(lengths[1][2].item<int64_t>() == 5);
   REQUIRE(prepared.inputs.list().size() == 6);
+}
+
+TEST_CASE("ModelInputs::like makes inputs of given shapes that a step runs on", "[train]") {
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  const auto options = loss_options();
+  prepare_task(task, options);
+  const std::vector<at::Tensor> real =
+      task.prepare(random_batch(3, 21011, 7, 5), true, 100, nullptr).inputs.list();
+  std::vector<InputSpec> specs;
+  for (const at::Tensor& t : real) specs.push_back({t.sizes().vec(), t.scalar_type()});
+  const std::vector<at::Tensor> like = ModelInputs::like(specs, at::kCPU);
+  REQUIRE(like.size() == real.size());
+  for (size_t i = 0; i < like.size(); ++i) {
+    CHECK(like[i].sizes() == real[i].sizes());
+    CHECK(like[i].scalar_type() == real[i].scalar_type());
+  }
+  // Full lengths: every frame and every target slot.
+  CHECK(like[1][0].eq(real[0].size(1)).all().item<bool>());
+  CHECK(like[1][1].eq(real[2].size(1)).all().item<bool>());
+  const at::Tensor loss = task.loss_of_inputs(options)(like);
+  CHECK(loss.dim() == 0);
+  CHECK_THROWS(ModelInputs::like({specs[0]}, at::kCPU));
 }
 
 TEST_CASE("GraphedSteps accumulates the gradients backward() does, into flat buffers", "[train]") {
@@ -327,4 +353,66 @@ TEST_CASE("a capture that copies from the host falls back to steps op by op", "[
   CHECK(graphed.stats().eager == 3);
   // The stream works after the failed capture.
   CHECK(torch::ones({4}, at::Device(at::kCUDA, 0)).sum().item<double>() == 4.0);
+}
+
+TEST_CASE("turning capturing on captures the shapes seen so far, and those other ranks saw",
+          "[.cuda]") {
+  if (!torch::cuda::is_available()) FAIL("no CUDA device");
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  const at::Device cuda(at::kCUDA, 0);
+  task.to(cuda);
+  const auto options = loss_options();
+  prepare_task(task, options);
+  const std::vector<at::Tensor> params = task.parameters();
+  const auto fn = task.loss_of_inputs(options);
+  auto batch_of = [&](int shape, int round) {
+    return random_batch(2 + shape, 16000 + 8000 * shape, 5 + shape, 200 + 10 * round + shape)
+        .to(cuda);
+  };
+  // Shape 2 is seen only by another rank's GraphedSteps.
+  std::vector<std::string> theirs;
+  {
+    GraphedSteps other(params, /*capture=*/true);
+    other.set_capturing(false);
+    drop_grads(params);
+    (void)other.forward_backward(inputs_of(task, batch_of(2, 0)), fn, 1.0, true);
+    theirs = other.shape_keys();
+    REQUIRE(theirs.size() == 1);
+  }
+  GraphedSteps graphed(params, /*capture=*/true);
+  graphed.set_inputs_like(&ModelInputs::like);
+  GraphedSteps eager(params, /*capture=*/false);
+  graphed.set_capturing(false);
+  auto compare = [&](int shape, int round) {
+    INFO("round " << round << ", shape " << shape);
+    const std::vector<at::Tensor> inputs = inputs_of(task, batch_of(shape, round));
+    drop_grads(params);
+    const double l1 = eager.forward_backward(inputs, fn, 1.0, true).item<double>();
+    const std::vector<at::Tensor> want = grads_of(params);
+    drop_grads(params);
+    const double l2 = graphed.forward_backward(inputs, fn, 1.0, true).item<double>();
+    const double diff = relative_difference(grads_of(params), want);
+    INFO("loss " << l1 << " vs " << l2 << ", largest relative gradient difference " << diff);
+    CHECK(std::abs(l1 - l2) <= 1e-5 * std::abs(l1));
+    CHECK(diff <= 1e-5);
+  };
+  for (int shape = 0; shape < 2; ++shape) compare(shape, 0);  // seen (counted), op by op
+  CHECK(graphed.stats().eager == 2);
+  CHECK(graphed.stats().captured == 0);
+  graphed.add_shape_keys(theirs);
+  CHECK(graphed.shape_keys().size() == 3);
+  graphed.set_capturing(true);
+  compare(1, 1);  // captures all three first, then replays
+  CHECK(graphed.stats().captured == 3);
+  CHECK(graphed.stats().replayed == 1);
+  compare(0, 1);
+  compare(2, 1);  // never run here: replays the graph captured from the other rank's key
+  const masr::train::GraphStats s = graphed.stats();
+  INFO(s.to_string());
+  CHECK(s.captured == 3);
+  CHECK(s.replayed == 3);
+  CHECK(s.eager == 2);
+  CHECK(s.graphs == 3);
 }
