@@ -257,7 +257,8 @@ struct GraphedSteps::Impl {
     const c10::DeviceIndex device = static_inputs.front().device().index();
     const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device);
     if (!stream) stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
-    if (!have_pool) {
+    // A pool lives while a graph holds it: with none held (all dropped), a new one.
+    if (!have_pool || stats.graphs == 0) {
       pool = at::cuda::graph_pool_handle();
       have_pool = true;
     }
