@@ -347,6 +347,8 @@ struct GraphedSteps::Impl {
       largest.push_back(at::empty({n}, at::TensorOptions(device).dtype(todo.front()->specs[i].dtype)));
     }
     (void)views_for(largest);
+    MASR_LOG_INFO("train: capturing %zu CUDA graphs, one per batch shape seen so far (about 0.1-0.2 s each)...",
+                  todo.size());
     profile_phase("capture");
     const auto start = std::chrono::steady_clock::now();
     int64_t done = 0;
