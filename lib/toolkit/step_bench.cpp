@@ -155,8 +155,8 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
                                                           s.device.is_cuda(),
                                                           std::make_shared<train::DataParallel>());
   }
-  // CUDA graphs as training uses them: a shape's first step op by op, its second captured, the
-  // rest replayed (the warm-up covers the first two of each shape with --warmup >= 2 x shapes).
+  // CUDA graphs as training uses them once it captures: a shape's first step captured, the rest
+  // replayed (the warm-up covers the captures with --warmup >= shapes).
   s.graphs.reset();
   if (train::GraphedSteps::supported(s.device) && s.stepper->graphable()) {
     s.graphs = std::make_unique<train::GraphedSteps>(s.task->parameters(), /*capture=*/true);

@@ -394,8 +394,12 @@ struct GraphedSteps::Impl {
     Entry& e = entry(key_of(inputs, divisor));
     e.last_use = ++clock;
     ++e.seen;
-    // A shape's first batch (cuBLAS and cuDNN choose their kernels), or capturing is off.
-    if (!e.graph && (e.seen == 1 || !capturing)) {
+    // Capturing off (a run's first epoch): op by op. On, a shape without a graph is captured
+    // at once, even the first time it comes: a capture costs no more than a step op by op of
+    // a new shape (cuBLAS and cuDNN choose their kernels for it either way; 142 against 164 ms
+    // on one H200, 195 against 195 ms on four, bench/results/2026-11-28-h200-x4-graph-epochs.md),
+    // and a later batch of it then replays.
+    if (!e.graph && !capturing) {
       ++stats.eager;
       return run(inputs, fn, divisor, /*add=*/true);
     }

@@ -6,16 +6,15 @@
 // launches the same kernels in one call.
 //
 // One graph per set of input shapes (the collate pads batches to a grid of recurring shapes,
-// data::grid_length), captured the second time those shapes come (the first time runs eagerly,
-// so cuBLAS and cuDNN have chosen their kernels for them) and replayed after that. A capture
-// costs about an eager step and a replay more, so a shape pays off from its fifth batch or so:
-// in one epoch of an 84 h corpus the grid gave 172 shapes in 649 batches, and the captures ate
-// the gain (bench/results/2026-11-28-h200-cuda-graphs.md). So training captures nothing in a
-// run's first epoch, which only counts shapes; at the start of the second, every shape seen so
-// far is captured at once, before its first batch (on every rank at the same step: captures
-// spread over an epoch would each stall the other ranks at the all-reduce), and a shape first
-// seen later is captured the second time it comes (MASR_CUDA_GRAPHS=1: captures from the first
-// batch, each shape the second time it comes). Graphs live as long as the run. They share one memory pool and one set of input
+// data::grid_length), captured when a batch of that shape comes and none exists, and replayed
+// after that. A capture costs about a step op by op (more than a replay), and in one epoch of an
+// 84 h corpus the grid gave 172 shapes in 649 batches, so captures from the first batch ate the
+// gain (bench/results/2026-11-28-h200-cuda-graphs.md). So training captures nothing in a run's
+// first epoch, which only counts shapes; at the start of the second, every shape seen so far is
+// captured at once, before its first batch (on every rank at the same step, with the shapes of
+// every rank: captures spread over an epoch would each stall the other ranks at the all-reduce),
+// and a shape new after that is captured when it comes (MASR_CUDA_GRAPHS=1: captures from the
+// first batch). Graphs live as long as the run. They share one memory pool and one set of input
 // buffers (as large as the largest batch so far) and loss scalar: graphs replay one at a time,
 // and nothing a replay leaves in the pool is read by another, so a graph costs little beyond
 // its nodes. Gradients accumulate into flat buffers, one per parameter dtype, of which every
@@ -53,7 +52,7 @@ using InputsLike =
     std::function<std::vector<at::Tensor>(const std::vector<InputSpec>&, const at::Device&)>;
 
 struct GraphStats {
-  int64_t eager = 0;     // batches run op by op (a shape's first time, or graphs off)
+  int64_t eager = 0;     // batches run op by op (capturing off, or graphs off)
   int64_t captured = 0;  // graphs captured (each then replayed for its batch)
   int64_t replayed = 0;  // batches replayed from an earlier capture
   int64_t dropped = 0;   // graphs dropped (the MASR_CUDA_GRAPHS_MAX limit, a larger batch)
@@ -89,8 +88,7 @@ class GraphedSteps {
 
   // While off (a run's first epoch, by default), shapes are only counted and every batch runs
   // eagerly. Turned on, the next batch first captures a graph for every shape seen so far (from
-  // the sizes and small values of its first batch); a shape new after that is captured the
-  // second time it comes.
+  // placeholder inputs, set_inputs_like); a shape new after that is captured when it comes.
   void set_capturing(bool on);
   // What the captures at set_capturing(true) run with (AsrTask::inputs_like); without it,
   // no shape is captured before its second batch.

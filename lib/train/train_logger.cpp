@@ -29,9 +29,10 @@ std::vector<EpochRecord> read_epoch_history(const std::string& jsonl_path) {
     r.train_loss = j.value("train_loss", 0.0);
     r.train_audio_seconds = j.value("train_audio_seconds", 0.0);
     r.train_seconds = j.value("train_seconds", 0.0);
+    r.peak_gpu_mib = j.value("peak_gpu_mib", 0.0);
     static const std::set<std::string> kTrainKeys = {
         "epoch",          "step", "lr", "train_loss", "train_audio_seconds", "train_seconds",
-        "train_audio_per_sec"};
+        "train_audio_per_sec", "peak_gpu_mib"};
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (it.value().is_number() && kTrainKeys.count(it.key()) == 0) {
         r.valid[it.key()] = it.value().get<double>();
@@ -79,6 +80,7 @@ void TrainLogger::log_epoch(const EpochRecord& record) {
     j["train_seconds"] = record.train_seconds;
     j["train_audio_per_sec"] = record.train_audio_seconds / record.train_seconds;
   }
+  if (record.peak_gpu_mib > 0) j["peak_gpu_mib"] = record.peak_gpu_mib;
   append(jsonl_path_, j.dump());
   // SpeechBrain's FileTrainLogger: "epoch: 1, lr: 1.00e-03 - train loss: 2.41 - valid loss: ..."
   char head[128];

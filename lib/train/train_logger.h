@@ -24,6 +24,8 @@ struct EpochRecord {
   // e.g. an epoch read back from an older log).
   double train_audio_seconds = 0.0;
   double train_seconds = 0.0;
+  // Rank 0's peak of allocated CUDA memory over the epoch's training (MiB; 0: not measured).
+  double peak_gpu_mib = 0.0;
 };
 
 class TrainLogger {

@@ -14,9 +14,11 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/string_printf.h"
 #include "nn/checkpoint.h"
 #include "runtime/autocast.h"
 #include "runtime/device.h"
+#include "runtime/peak_memory.h"
 #include "train/asr_train_task.h"
 #include "train/lm_data.h"
 #include "train/lm_train_task.h"
@@ -175,8 +177,15 @@ void TrainLoop::broadcast_parameters() {
   parallel_->sum_tensors(parameters);
 }
 
+runtime::DeviceChoice TrainLoop::cuda_choice() const {
+  return {runtime::DeviceChoice::Type::kCuda, device_.index()};
+}
+
 void TrainLoop::end_epoch() {
   const int64_t epoch = pos_.epoch;
+  const double peak_mib = device_.is_cuda()
+                              ? static_cast<double>(runtime::peak_memory(cuda_choice())) / 1048576.0
+                              : 0.0;
   std::map<std::string, double> metrics = task_->validate(epoch);
   const LossTotals::Average local = losses_.read().epoch;  // the epoch end's read-back
   if (main()) warn_skipped();
@@ -188,6 +197,7 @@ void TrainLoop::end_epoch() {
   // Every rank's audio over rank 0's wall time: the ranks end their last step together.
   record.train_audio_seconds = parallel_->sum(epoch_audio_);
   record.train_seconds = epoch_seconds_;
+  record.peak_gpu_mib = peak_mib;
   pos_ = {epoch + 1, 0, pos_.step};
   losses_.reset_epoch();
   shown_loss_ = record.train_loss;
@@ -204,6 +214,9 @@ void TrainLoop::end_epoch() {
                   record.train_audio_seconds / record.train_seconds, record.train_seconds);
     line += rate;
   }
+  if (record.peak_gpu_mib > 0) {
+    line += string_printf("; peak GPU memory %.0f MiB", record.peak_gpu_mib);
+  }
   progress_->message(line);
 }
 
@@ -217,6 +230,7 @@ bool TrainLoop::train_epoch(int64_t epoch) {
                       " batches (was " + task_->train_set().origin + " changed?)");
   }
   task_->set_training(true);
+  if (device_.is_cuda()) runtime::reset_peak_memory(cuda_choice());
   if (graphs_) {
     // The run's first epoch counts shapes; captures start with its second (cuda_graph_step.h).
     if (first_epoch_of_run_ < 0) first_epoch_of_run_ = epoch;
@@ -403,9 +417,9 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
     if (!split) {
       graphs_.reset();  // the task has no split: op by op from here on (nothing was run)
     } else if (!graphs_announced_ && main() && GraphedSteps::supported(device_)) {
-      MASR_LOG_INFO("train: CUDA graphs on: from the run's second epoch, each batch shape seen "
-                    "before is captured and then replayed (MASR_CUDA_GRAPHS=1: from the first "
-                    "batch; 0: off)");
+      MASR_LOG_INFO("train: CUDA graphs on: the run's first epoch counts batch shapes; from its "
+                    "second, each shape is captured once and then replayed (MASR_CUDA_GRAPHS=1: "
+                    "from the first batch; 0: off)");
     }
     graphs_announced_ = true;
   }

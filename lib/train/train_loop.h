@@ -110,6 +110,7 @@ class TrainLoop {
   };
   void broadcast_parameters();      // every rank starts from rank 0's parameters
   bool train_epoch(int64_t epoch);  // false: stopped
+  runtime::DeviceChoice cuda_choice() const;  // device_ for runtime/peak_memory.h
   void share_graph_shapes();
   void train_batch(EpochBatches& batches, size_t index);
   void after_step();  // logging and step-interval checkpoints after each optimizer step
