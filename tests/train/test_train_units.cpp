@@ -220,11 +220,18 @@ TEST_CASE("log.jsonl history and the SVG curves", "[train]") {
     TrainLogger log(dir.str(), dir.file("train_log.txt"), 0);
     log.log_step(1, 10, 2.5, 1e-3, 12.0);
     log.log_epoch({1, 10, 1e-3, 2.0, {{"valid_loss", 1.5}, {"WER", 80.0}}});
-    log.log_epoch({2, 20, 5e-4, 1.0, {{"valid_loss", 0.9}, {"WER", 50.0}}});
+    EpochRecord second{2, 20, 5e-4, 1.0, {{"valid_loss", 0.9}, {"WER", 50.0}}};
+    second.peak_gpu_mib = 13339.5;
+    log.log_epoch(second);
   }
   const auto history = read_epoch_history(dir.file("log.jsonl"));
   REQUIRE(history.size() == 2);
   CHECK(history[1].valid.at("WER") == 50.0);
+  // The peak memory comes back as itself, not as a validation metric; absent where unmeasured.
+  CHECK(history[1].peak_gpu_mib == 13339.5);
+  CHECK(history[1].valid.count("peak_gpu_mib") == 0);
+  CHECK(history[0].peak_gpu_mib == 0.0);
+  CHECK(read_file(dir.file("log.jsonl")).find("peak_gpu_mib") != std::string::npos);
   TrainLogger resumed(dir.str(), dir.file("train_log.txt"), 1);  // epoch 2 is redone
   CHECK(resumed.history().size() == 1);
   const std::string text = read_file(dir.file("train_log.txt"));
