@@ -33,7 +33,8 @@
 #             bench/make_benchdata.sh) listed COPIES times: the runs of SCALE_RUNS, each
 #             NAME = new|base + 1|2|4|NxM (GPUs; NxM = N*M ranks started torchrun-style as N
 #             "nodes" of M, each node on its share of the CPUs and GPUs; eagerN: CUDA graphs
-#             off, oldN: every A/B switch off); base runs the binary
+#             off, firstN: graphs from the first batch, lazyN: no captures of the shapes seen
+#             so far when captures start, oldN: every A/B switch off); base runs the binary
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
 #             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz.
@@ -383,6 +384,10 @@ stage_scale() {
     [[ $run == base* ]] && bin=$BIN_BASE layout=${run#base}
     [[ $run == old* ]] && layout=${run#old} RUN_ENV="$OLD_ENV"
     [[ $run == eager* ]] && layout=${run#eager} RUN_ENV="MASR_CUDA_GRAPHS=0"
+    # first: graphs from the first batch (each shape captured when it first comes); lazy: from
+    # the second epoch without capturing the shapes seen so far at its start.
+    [[ $run == first* ]] && layout=${run#first} RUN_ENV="MASR_CUDA_GRAPHS=1"
+    [[ $run == lazy* ]] && layout=${run#lazy} RUN_ENV="MASR_GRAPH_PRECAPTURE=0"
     RUN_ENV=$RUN_ENV scale_run "$run" "$bin" "$layout"
   done 2>&1
   python3 bench/ddp_profile.py /tmp/scale/*/ > /tmp/scale/summary.txt 2>&1 || true

@@ -39,6 +39,13 @@ std::string graphs_setting() {
   return v != nullptr ? v : "";
 }
 
+// MASR_GRAPH_PRECAPTURE=0: no captures of the shapes seen so far when capturing starts (each
+// shape is then captured when it next comes); an A/B switch.
+bool precapture_from_env() {
+  const char* v = std::getenv("MASR_GRAPH_PRECAPTURE");
+  return v == nullptr || std::string(v) != "0";
+}
+
 size_t max_graphs_from_env() {
   const char* v = std::getenv("MASR_CUDA_GRAPHS_MAX");
   if (v == nullptr || *v == '\0') return 256;
@@ -440,10 +447,12 @@ bool GraphedSteps::supported(const at::Device& device) {
 
 bool GraphedSteps::capture_from_start() { return graphs_setting() == "1"; }
 
+bool GraphedSteps::captures_seen_shapes() { return precapture_from_env(); }
+
 void GraphedSteps::set_capturing(bool on) {
   Impl& m = *impl_;
 #ifdef MASR_GRAPH_CAPTURE
-  if (on && !m.capturing && m.capture) m.capture_seen = true;
+  if (on && !m.capturing && m.capture && precapture_from_env()) m.capture_seen = true;
 #endif
   m.capturing = on;
 }

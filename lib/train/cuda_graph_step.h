@@ -99,6 +99,9 @@ class GraphedSteps {
   // captured, while the other ranks wait).
   std::vector<std::string> shape_keys() const;
   void add_shape_keys(const std::vector<std::string>& keys);
+  // Whether set_capturing(true) captures the shapes seen so far (MASR_GRAPH_PRECAPTURE=0: no,
+  // each is captured when it next comes; an A/B switch).
+  static bool captures_seen_shapes();
   // MASR_CUDA_GRAPHS=1: capture from a run's first batch rather than from its second epoch.
   static bool capture_from_start();
 

@@ -236,7 +236,7 @@ bool TrainLoop::train_epoch(int64_t epoch) {
     if (first_epoch_of_run_ < 0) first_epoch_of_run_ = epoch;
     const bool capture = GraphedSteps::capture_from_start() || epoch > first_epoch_of_run_;
     if (capture && !graph_shapes_shared_ && parallel_->world_size() > 1 &&
-        GraphedSteps::supported(device_)) {
+        GraphedSteps::supported(device_) && GraphedSteps::captures_seen_shapes()) {
       share_graph_shapes();  // every rank alike (same settings, same epoch)
     }
     graphs_->set_capturing(capture);
