@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# bench/detached.sh — long GPU measurements across device calls. A call lasts at most 10 minutes
+# and the machine goes back 30 s after one ends, so long work runs detached (setsid) and later
+# calls, each made within 30 s of the previous one's end, wait for it and bring its results back.
+#
+#   bash bench/detached.sh start 'COMMANDS'   # runs COMMANDS (bash) detached, from this tree
+#   bash bench/detached.sh poll [SECONDS]     # waits up to SECONDS (default 540) for the end,
+#                                             # copies the log and /tmp/gpu-out's summary to $OUT
+#
+# COMMANDS run with .devdeps/env.sh sourced and OUT=/tmp/gpu-out (gpu_train.sh's results, kept
+# between calls; PACK=0). The log is /tmp/detached.log; its last line is "DETACHED DONE rc=N".
+# Example (the 2026-11-28 scaling session, 4 GPUs):
+#   bash bench/detached.sh start 'BUILD_TESTS=1 NO_REF=1 bash bench/gpu_train.sh build cudatests &&
+#     DATA=.ddpdata SCALE_EPOCHS=3 EPOCH_BATCHES=446 COPIES=20 \
+#     SCALE_RUNS="new1 new2 new4 eager1 eager4 eager2" bash bench/gpu_train.sh scale'
+#   bash bench/detached.sh poll 540        # in this call and the next ones
+set -uo pipefail
+log=/tmp/detached.log
+case "${1:-}" in
+  start)
+    [[ -n ${2:-} ]] || { echo "detached.sh start: give the commands to run" >&2; exit 2; }
+    if [[ -f /tmp/detached.pid ]] && kill -0 "$(cat /tmp/detached.pid)" 2>/dev/null; then
+      echo "detached.sh: a run is still going (pid $(cat /tmp/detached.pid)); poll it" >&2; exit 2
+    fi
+    # A copy of the carried data outside the tree: the next call's transfer replaces the tree.
+    [[ -d .ddpdata ]] && rm -rf /tmp/ddpdata-keep && cp -r .ddpdata /tmp/ddpdata-keep
+    mkdir -p /tmp/gpu-out
+    setsid nohup bash -c "cd '$PWD' && source .devdeps/env.sh && export OUT=/tmp/gpu-out PACK=0 &&
+      echo \"DETACHED START \$(date -u +%T)\" && { $2 ; }; echo \"DETACHED DONE rc=\$? \$(date -u +%T)\"" \
+      > "$log" 2>&1 < /dev/null &
+    echo $! > /tmp/detached.pid
+    echo "detached.sh: started (pid $!), log $log"
+    ;;
+  poll)
+    end=$((SECONDS + ${2:-540}))
+    while ((SECONDS < end)) && ! grep -q '^DETACHED DONE' "$log" 2>/dev/null; do sleep 5; done
+    if [[ -n ${OUT:-} && -d ${OUT:-/nonexistent} ]]; then
+      cp "$log" "$OUT/" 2>/dev/null
+      cp /tmp/gpu-out/summary.txt "$OUT/" 2>/dev/null
+      [[ -d /tmp/scale ]] && tar -czf "$OUT/scale-now.tar.gz" --exclude='save' --exclude='*.masr' \
+        --exclude='*.ckpt' -C /tmp scale 2>/dev/null
+    fi
+    tail -c 6000 "$log"
+    grep -q '^DETACHED DONE' "$log" 2>/dev/null && echo "detached.sh: done" || echo "detached.sh: still running"
+    ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
