@@ -153,6 +153,13 @@ void register_builtin_classes(Registry& r) {
           "zeroes chunks of the waveform",
           {"drop_length_low", "drop_length_high", "drop_count_low", "drop_count_high", "drop_start",
            "drop_end", "noise_factor"});
+  declare(r, "speechbrain.augment.time_domain.RandAmp", {"mamba_asr.RandAmp"},
+          "scales each waveform to a random peak", {"amp_low", "amp_high"});
+  declare(r, "speechbrain.augment.time_domain.DoClip", {"mamba_asr.DoClip"},
+          "clips the waveforms at a random fraction of their peaks", {"clip_low", "clip_high"});
+  declare(r, "speechbrain.augment.time_domain.DropBitResolution",
+          {"mamba_asr.DropBitResolution"},
+          "quantizes the waveforms to int16, int8 or float16 and back", {"target_dtype"});
   declare(r, "speechbrain.augment.augmenter.Augmenter", {"mamba_asr.Augmenter"},
           "applies a random subset of augmentations",
           {"parallel_augment", "parallel_augment_fixed_bs", "concat_original", "min_augmentations",

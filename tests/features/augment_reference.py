@@ -4,6 +4,8 @@
 # order and formulas, written with PyTorch, seeded with torch.Generator(seed).
 #   augment_reference.py drop IN OUT B T F seed len_low len_high count_low count_high dim
 #   augment_reference.py warp IN OUT B T F seed window mode dim
+#   augment_reference.py randamp|doclip IN OUT B T 1 seed low high   (waveforms: F = 1)
+#   augment_reference.py dropbit IN OUT B T 1 seed int16|int8|float16
 import sys
 
 import numpy as np
@@ -40,6 +42,29 @@ def warp(x, g, window, mode, dim):
     return out if dim == 1 else out.transpose(1, 2)
 
 
+def randamp(w, g, low, high):
+    # RandAmp: each row over its peak, times a gain drawn per row.
+    peak = w.abs().max(dim=1, keepdim=True).values
+    gain = (torch.rand(w.shape[0], generator=g) * (high - low) + low).unsqueeze(1)
+    return w / peak * gain
+
+
+def doclip(w, g, low, high):
+    # DoClip: one level for the batch; rows over their peaks, clamped, scaled by peak / level.
+    peak = w.abs().max(dim=1, keepdim=True).values
+    level = torch.rand(1, generator=g)[0] * (high - low) + low
+    return (w / peak).clamp(-level, level) * peak / level
+
+
+def dropbit(w, target):
+    # DropBitResolution with a fixed target.
+    if target == "float16":
+        return w.half().float()
+    bits, dtype = {"int16": (16, torch.int16), "int8": (8, torch.int8)}[target]
+    scale = (2 ** (bits - 1) - 1) / w.abs().max()
+    return (w * scale).to(dtype).float() / scale
+
+
 def main():
     kind, src, dst = sys.argv[1:4]
     b, t, f, seed = (int(v) for v in sys.argv[4:8])
@@ -48,6 +73,11 @@ def main():
     rest = sys.argv[8:]
     if kind == "drop":
         y = drop(x, g, *(int(v) for v in rest))
+    elif kind in ("randamp", "doclip"):
+        f = randamp if kind == "randamp" else doclip
+        y = f(x[:, :, 0], g, float(rest[0]), float(rest[1])).unsqueeze(2)
+    elif kind == "dropbit":
+        y = dropbit(x[:, :, 0], rest[0]).unsqueeze(2)
     else:
         y = warp(x, g, int(rest[0]), rest[1], int(rest[2]))
     y.contiguous().numpy().astype(np.float32).tofile(dst)

@@ -1,5 +1,6 @@
 // tests/features/test_augment.cpp
-// SpectrogramDrop, Warping, AddNoise and Augmenter: hand-checked cases, statistics over seeds,
+// SpectrogramDrop, Warping, AddNoise, RandAmp, DoClip, DropBitResolution and Augmenter:
+// hand-checked cases, statistics over seeds,
 // reproducibility, parity with a PyTorch reference of SpeechBrain v1.0's formulas, hparams
 // builders.
 #include <torch/torch.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "features/augment/amplitude.h"
 #include "features/augment/augmenter.h"
 #include "features/augment/noise.h"
 #include "features/augment/spectrogram_drop.h"
@@ -447,4 +449,129 @@ fea_augment: !new:speechbrain.augment.augmenter.Augmenter
                                              "a: !new:speechbrain.augment.augmenter.Augmenter\n"
                                              "    augmentations: [!ref <sp>]\n"),
                     Catch::Contains("augmentations[0] is 'torch.nn.GELU'"));
+}
+
+namespace {
+
+// Waveform augmentations through the (B, T, 1) reference.
+at::Tensor wave_reference(const at::Tensor& w, const std::string& kind, uint64_t seed,
+                          const std::string& params) {
+  return python_reference(w.unsqueeze(2), kind, seed, params).squeeze(2);
+}
+
+}  // namespace
+
+TEST_CASE("RandAmp, DoClip and DropBitResolution match the PyTorch reference", "[augment]") {
+  const auto w = torch::randn({3, 400}, make_generator(21)) * 0.3;
+  for (uint64_t seed : {0, 4}) {
+    INFO("seed " << seed);
+    RandAmpConfig amp;
+    amp.amp_low = 0.2;
+    amp.amp_high = 1.4;
+    auto gen = make_generator(seed);
+    CHECK(torch::allclose(RandAmp(amp).apply(w, full_lengths(3), gen).x,
+                          wave_reference(w, "randamp", seed, "0.2 1.4"), 1e-6, 1e-7));
+    DoClipConfig clip;
+    clip.clip_low = 0.3;
+    clip.clip_high = 0.8;
+    gen = make_generator(seed);
+    CHECK(torch::allclose(DoClip(clip).apply(w, full_lengths(3), gen).x,
+                          wave_reference(w, "doclip", seed, "0.3 0.8"), 1e-6, 1e-7));
+  }
+  for (const std::string target : {"int16", "int8", "float16"}) {
+    INFO(target);
+    CHECK(torch::allclose(DropBitResolution::quantize(w, target),
+                          wave_reference(w, "dropbit", 0, target), 1e-6, 1e-7));
+  }
+}
+
+TEST_CASE("RandAmp, DoClip and DropBitResolution: hand-checked properties", "[augment]") {
+  auto w = torch::randn({4, 1000}, make_generator(2));
+  w[2].zero_();  // a silent row stays silent, not NaN
+  RandAmpConfig amp;
+  amp.amp_low = 0.5;
+  amp.amp_high = 0.9;
+  auto gen = make_generator(3);
+  const auto gained = RandAmp(amp).apply(w, full_lengths(4), gen).x;
+  const auto peaks = std::get<0>(gained.abs().max(1));
+  for (int64_t b : {0, 1, 3}) {
+    CHECK(peaks[b].item<float>() >= 0.5f);
+    CHECK(peaks[b].item<float>() < 0.9f + 1e-6f);
+    // A gain, nothing else: the row is proportional to the input.
+    const auto ratio = gained[b] / w[b];
+    CHECK(torch::allclose(ratio, ratio.mean().expand_as(ratio), 1e-4, 1e-6));
+  }
+  CHECK(torch::equal(gained[2], w[2]));
+
+  DoClipConfig clip;
+  clip.clip_low = clip.clip_high = 0.25;
+  gen = make_generator(0);
+  const auto clipped = DoClip(clip).apply(w, full_lengths(4), gen).x;
+  CHECK_FALSE(torch::isnan(clipped).any().item<bool>());
+  for (int64_t b : {0, 1, 3}) {
+    // Level 0.25 of the peak: what was below passes times 4, the rest is cut at the peak.
+    const float peak = w[b].abs().max().item<float>();
+    CHECK(clipped[b].abs().max().item<float>() == Approx(peak).epsilon(1e-5));
+    const auto small = w[b].abs() < 0.25f * peak;
+    CHECK(torch::allclose(clipped[b].masked_select(small), w[b].masked_select(small) * 4.0f,
+                          1e-5, 1e-6));
+  }
+
+  // int8: at most 255 distinct levels, the error at most half a step of peak / 127 (truncation:
+  // a whole step), and values keep their sign.
+  const auto q = DropBitResolution::quantize(w, "int8");
+  const float step = w.abs().max().item<float>() / 127.0f;
+  CHECK((q - w).abs().max().item<float>() <= step * 1.0001f);
+  CHECK(std::get<0>(at::_unique(q)).numel() <= 255);
+  CHECK(((q * w) >= 0).all().item<bool>());
+  CHECK(torch::equal(DropBitResolution::quantize(w, "float16"), w.to(torch::kHalf).to(torch::kFloat)));
+  CHECK(torch::equal(DropBitResolution::quantize(torch::zeros({2, 8}), "int16"), torch::zeros({2, 8})));
+  // "random" picks one of the three from the generator: the same seed, the same pick.
+  DropBitResolutionConfig any;
+  auto g1 = make_generator(9), g2 = make_generator(9);
+  CHECK(torch::equal(DropBitResolution(any).apply(w, full_lengths(4), g1).x,
+                     DropBitResolution(any).apply(w, full_lengths(4), g2).x));
+
+  CHECK_THROWS_WITH(DropBitResolution(DropBitResolutionConfig{"int4"}),
+                    Catch::Contains("target_dtype 'int4'"));
+  RandAmpConfig bad_amp;
+  bad_amp.amp_low = 2.0;
+  CHECK_THROWS_WITH(RandAmp(bad_amp), Catch::Contains("amp_low (2)"));
+  DoClipConfig bad_clip;
+  bad_clip.clip_low = 0.0;
+  CHECK_THROWS_WITH(DoClip(bad_clip), Catch::Contains("0 < clip_low"));
+  CHECK_THROWS_WITH(RandAmp(amp).apply(torch::ones({2, 3, 4}), full_lengths(2), gen),
+                    Catch::Contains("got 3 dimensions"));
+}
+
+TEST_CASE("hparams build RandAmp, DoClip and DropBitResolution in a waveform Augmenter",
+          "[augment]") {
+  masr::toolkit::register_all();
+  const std::string yaml = R"(
+amp: !new:speechbrain.augment.time_domain.RandAmp
+    amp_low: 0.1
+    amp_high: 0.9
+clip: !new:speechbrain.augment.time_domain.DoClip
+    clip_low: 0.4
+    clip_high: 0.9
+bits: !new:speechbrain.augment.time_domain.DropBitResolution
+    target_dtype: int8
+wav_augment: !new:speechbrain.augment.augmenter.Augmenter
+    min_augmentations: 3
+    max_augmentations: 3
+    augmentations: [!ref <amp>, !ref <clip>, !ref <bits>]
+)";
+  auto hp = masr::hparams::load_text(yaml);
+  auto augmenter = std::dynamic_pointer_cast<Augmenter>(hp["wav_augment"].instance()->object);
+  REQUIRE(augmenter);
+  CHECK(augmenter->summary() == "3-3 of [RandAmp, DoClip, DropBitResolution], sequential");
+  auto gen = make_generator(1);
+  const auto w = torch::randn({2, 800});
+  const auto out = augmenter->apply(w, torch::ones({2}), gen);
+  CHECK(out.x.sizes() == w.sizes());
+  CHECK(std::get<0>(out.x.abs().max(1)).le(0.9f + 1e-6f).all().item<bool>());
+  CHECK_THROWS_WITH(
+      masr::hparams::load_text("b: !new:speechbrain.augment.time_domain.DropBitResolution\n"
+                               "    target_dtype: int4\n"),
+      Catch::Contains("key 'b'") && Catch::Contains("target_dtype 'int4'"));
 }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "features/augment/amplitude.h"
 #include "features/augment/augmenter.h"
 #include "features/augment/noise.h"
 #include "features/augment/spectrogram_drop.h"
@@ -131,9 +132,33 @@ std::shared_ptr<hparams::Object> build_drop_chunk(const Args& args) {
   return with_origin(args, [&] { return std::make_shared<DropChunk>(c); });
 }
 
+std::shared_ptr<hparams::Object> build_rand_amp(const Args& args) {
+  RandAmpConfig c;
+  c.amp_low = args.get_double("amp_low", c.amp_low);
+  c.amp_high = args.get_double("amp_high", c.amp_high);
+  return with_origin(args, [&] { return std::make_shared<RandAmp>(c); });
+}
+
+std::shared_ptr<hparams::Object> build_do_clip(const Args& args) {
+  DoClipConfig c;
+  c.clip_low = args.get_double("clip_low", c.clip_low);
+  c.clip_high = args.get_double("clip_high", c.clip_high);
+  return with_origin(args, [&] { return std::make_shared<DoClip>(c); });
+}
+
+std::shared_ptr<hparams::Object> build_drop_bit_resolution(const Args& args) {
+  DropBitResolutionConfig c;
+  c.target_dtype = args.get_string("target_dtype", c.target_dtype);
+  return with_origin(args, [&] { return std::make_shared<DropBitResolution>(c); });
+}
+
 }  // namespace
 
 void register_augment_classes(Registry& registry) {
+  registry.implement("speechbrain.augment.time_domain.RandAmp", build_rand_amp);
+  registry.implement("speechbrain.augment.time_domain.DoClip", build_do_clip);
+  registry.implement("speechbrain.augment.time_domain.DropBitResolution",
+                     build_drop_bit_resolution);
   registry.implement("speechbrain.augment.time_domain.DropFreq", build_drop_freq);
   registry.implement("speechbrain.augment.time_domain.DropChunk", build_drop_chunk);
   registry.implement("speechbrain.augment.freq_domain.SpectrogramDrop", build_spectrogram_drop);
