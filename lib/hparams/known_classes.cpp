@@ -153,6 +153,12 @@ void register_builtin_classes(Registry& r) {
           "zeroes chunks of the waveform",
           {"drop_length_low", "drop_length_high", "drop_count_low", "drop_count_high", "drop_start",
            "drop_end", "noise_factor"});
+  // AddNoise's noise_funct: `!name:` binds them (AddNoise reads which, and the bound alphas).
+  declare(r, "speechbrain.augment.time_domain.pink_noise_like", {"mamba_asr.pink_noise_like"},
+          "colored noise shaped as 1/f^alpha (AddNoise's noise_funct)",
+          {"waveforms", "alpha_low", "alpha_high", "sample_rate"}, kFunction);
+  declare(r, "torch.randn_like", {}, "standard Gaussian noise shaped as its input",
+          {"input", "dtype", "layout", "device", "requires_grad", "memory_format"}, kFunction);
   declare(r, "speechbrain.augment.time_domain.RandAmp", {"mamba_asr.RandAmp"},
           "scales each waveform to a random peak", {"amp_low", "amp_high"});
   declare(r, "speechbrain.augment.time_domain.DoClip", {"mamba_asr.DoClip"},

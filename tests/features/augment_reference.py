@@ -6,6 +6,7 @@
 #   augment_reference.py warp IN OUT B T F seed window mode dim
 #   augment_reference.py randamp|doclip IN OUT B T 1 seed low high   (waveforms: F = 1)
 #   augment_reference.py dropbit IN OUT B T 1 seed int16|int8|float16
+#   augment_reference.py pink IN OUT B T 1 seed alpha,alpha,... sample_rate   (IN: white noise)
 import sys
 
 import numpy as np
@@ -65,6 +66,20 @@ def dropbit(w, target):
     return (w * scale).to(dtype).float() / scale
 
 
+def pink(white, alpha, sample_rate):
+    # pink_noise_like after its draws: the white noise's spectrum times 1/f^alpha.
+    length = white.shape[1]
+    f = torch.linspace(0, sample_rate / 2, int(length / 2))
+    mask = 1 / torch.pow(f.unsqueeze(0), alpha.unsqueeze(1))
+    mask[:, 0] = mask[:, 1]
+    up = torch.flip(mask, dims=(1,))
+    if length % 2:
+        mask = torch.cat([mask, mask[:, int(length / 2) - 1].unsqueeze(1), up], dim=1)
+    else:
+        mask = torch.cat([mask, up], dim=1)
+    return torch.fft.ifft(torch.fft.fft(white, dim=1) * mask, dim=1).real
+
+
 def main():
     kind, src, dst = sys.argv[1:4]
     b, t, f, seed = (int(v) for v in sys.argv[4:8])
@@ -76,6 +91,9 @@ def main():
     elif kind in ("randamp", "doclip"):
         f = randamp if kind == "randamp" else doclip
         y = f(x[:, :, 0], g, float(rest[0]), float(rest[1])).unsqueeze(2)
+    elif kind == "pink":
+        alpha = torch.tensor([float(a) for a in rest[0].split(",")])
+        y = pink(x[:, :, 0], alpha, float(rest[1])).unsqueeze(2)
     elif kind == "dropbit":
         y = dropbit(x[:, :, 0], rest[0]).unsqueeze(2)
     else:

@@ -575,3 +575,53 @@ wav_augment: !new:speechbrain.augment.augmenter.Augmenter
                                "    target_dtype: int4\n"),
       Catch::Contains("key 'b'") && Catch::Contains("target_dtype 'int4'"));
 }
+
+TEST_CASE("AddNoise with pink_noise_like: SpeechBrain's spectral shaping, and its hparams",
+          "[augment]") {
+  const auto white = torch::randn({3, 301}, make_generator(8));  // odd length: the middle bin
+  const auto alpha = torch::tensor({0.0f, 1.0f, 2.0f});
+  CHECK(torch::allclose(AddNoise::colored_noise(white, alpha, 50.0),
+                        wave_reference(white, "pink", 0, "0,1,2 50"), 1e-5, 1e-6));
+  const auto even = torch::randn({2, 400}, make_generator(9));
+  CHECK(torch::allclose(AddNoise::colored_noise(even, torch::tensor({0.5f, -1.0f}), 8000.0),
+                        wave_reference(even, "pink", 0, "0.5,-1 8000"), 1e-5, 1e-6));
+  // alpha 0 leaves white noise white.
+  CHECK(torch::allclose(AddNoise::colored_noise(white, torch::zeros({3}), 50.0), white, 1e-5,
+                        1e-5));
+
+  masr::toolkit::register_all();
+  auto hp = masr::hparams::load_text(R"(
+brown: !new:speechbrain.augment.time_domain.AddNoise
+    snr_low: 10
+    snr_high: 10
+    noise_funct: !name:speechbrain.augment.time_domain.pink_noise_like
+        alpha_low: 2.0
+        alpha_high: 2.0
+white: !new:speechbrain.augment.time_domain.AddNoise
+    noise_funct: !name:torch.randn_like
+)");
+  auto brown = std::dynamic_pointer_cast<AddNoise>(hp["brown"].instance()->object);
+  REQUIRE(brown);
+  CHECK_THAT(brown->summary(), Catch::Contains("1/f^"));
+  // A sine at 10 dB SNR: the noise is what is left after the scaled sine.
+  auto gen = make_generator(5);
+  const auto t = torch::arange(4000, torch::kFloat) / 16000.0;
+  const auto sine = torch::sin(2 * M_PI * 440.0 * t).unsqueeze(0).repeat({2, 1});
+  const double a = 1.0 / (std::pow(10.0, 10.0 / 20.0) + 1.0);
+  const auto noisy = brown->apply(sine, full_lengths(2), gen).x;
+  const auto noise = noisy - sine * (1.0 - a);
+  const double snr = 20 * std::log10((sine * (1.0 - a)).pow(2).mean().sqrt().item<double>() /
+                                     noise.pow(2).mean().sqrt().item<double>());
+  CHECK(snr == Approx(10.0).margin(0.01));
+  // Brown noise: most of its power in the lowest tenth of the band.
+  const auto power = torch::abs(torch::fft::rfft(noise, c10::nullopt, 1)).pow(2);
+  const double low = power.narrow(1, 1, 200).sum().item<double>();
+  const double all = power.narrow(1, 1, 2000).sum().item<double>();
+  CHECK(low / all > 0.9);
+  CHECK(std::dynamic_pointer_cast<AddNoise>(hp["white"].instance()->object)->summary().find(
+            "white") != std::string::npos);
+  CHECK_THROWS_WITH(masr::hparams::load_text(
+                        "n: !new:speechbrain.augment.time_domain.AddNoise\n"
+                        "    noise_funct: !name:speechbrain.nnet.losses.ctc_loss\n"),
+                    Catch::Contains("noise_funct is") && Catch::Contains("pink_noise_like"));
+}

@@ -106,6 +106,21 @@ std::shared_ptr<hparams::Object> build_add_noise(const Args& args) {
   AddNoiseConfig c;
   c.snr_low = args.get_double("snr_low", 0.0);
   c.snr_high = args.get_double("snr_high", 0.0);
+  if (const Value* f = args.find("noise_funct"); f && !f->is_null()) {
+    const std::string name =
+        f->type() == Value::Type::kFactory && f->partial()->info ? f->partial()->info->name : "";
+    if (name == "speechbrain.augment.time_domain.pink_noise_like") {
+      const Args& bound = f->partial()->bound;
+      c.colored = true;
+      c.alpha_low = bound.get_double("alpha_low", c.alpha_low);
+      c.alpha_high = bound.get_double("alpha_high", c.alpha_high);
+      c.sample_rate = bound.get_double("sample_rate", c.sample_rate);
+    } else if (name != "torch.randn_like") {
+      throw_config_error("hparams: " + args.origin() + ": noise_funct is " + f->describe() +
+                         "; mamba-asr's AddNoise draws white noise (torch.randn_like) or "
+                         "!name:speechbrain.augment.time_domain.pink_noise_like");
+    }
+  }
   return with_origin(args, [&] { return std::make_shared<AddNoise>(c); });
 }
 
@@ -168,7 +183,7 @@ void register_augment_classes(Registry& registry) {
   ClassInfo noise;
   noise.name = "speechbrain.augment.time_domain.AddNoise";
   noise.aliases = {"mamba_asr.AddNoise"};
-  noise.summary = "adds white noise at a random SNR";
+  noise.summary = "adds white or 1/f^alpha noise at a random SNR";
   noise.params = {"csv_file",         "csv_keys",    "sorting",      "num_workers",
                   "snr_low",          "snr_high",    "pad_noise",    "start_index",
                   "normalize",        "noise_funct", "replacements", "noise_sample_rate",
