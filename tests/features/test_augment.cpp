@@ -18,6 +18,7 @@
 #include "features/augment/augmenter.h"
 #include "features/augment/noise.h"
 #include "features/augment/spectrogram_drop.h"
+#include "features/augment/vtlp.h"
 #include "features/augment/warping.h"
 #include "hparams/hparams.h"
 #include "toolkit/registration.h"
@@ -624,4 +625,75 @@ white: !new:speechbrain.augment.time_domain.AddNoise
                         "n: !new:speechbrain.augment.time_domain.AddNoise\n"
                         "    noise_funct: !name:speechbrain.nnet.losses.ctc_loss\n"),
                     Catch::Contains("noise_funct is") && Catch::Contains("pink_noise_like"));
+}
+
+TEST_CASE("VTLP: the warp, bin positions on a mel ramp, draws and hparams", "[augment]") {
+  VtlpConfig c;  // 0.9-1.1, f_hi 4800 Hz, 16 kHz, 0-8000 Hz
+  const Vtlp vtlp(c);
+  // The warp: alpha * f below the boundary, the band's top fixed, continuous at the boundary.
+  CHECK(vtlp.warp_hz(1000.0, 1.1) == Approx(1100.0));
+  CHECK(vtlp.warp_hz(1000.0, 0.9) == Approx(900.0));
+  CHECK(vtlp.warp_hz(8000.0, 1.1) == Approx(8000.0));
+  CHECK(vtlp.warp_hz(8000.0, 0.9) == Approx(8000.0));
+  const double boundary = 4800.0 / 1.1;
+  CHECK(vtlp.warp_hz(boundary + 1e-6, 1.1) == Approx(vtlp.warp_hz(boundary, 1.1)).margin(1e-3));
+  CHECK(vtlp.warp_hz(4800.0 + 1e-6, 0.9) == Approx(4800.0 * 0.9).margin(1e-3));
+
+  // Features equal to each bin's mel position (linear in the bin index, so linear
+  // interpolation is exact): after the warp, bin k holds mel(warp(centre_k)) in bin units.
+  const int64_t bins = 80;
+  const auto mel = [](double f) { return 2595.0 * std::log10(1.0 + f / 700.0); };
+  const double step = mel(8000.0) / (bins + 1);
+  const auto positions = torch::arange(bins, torch::kFloat).view({1, 1, bins}).expand({2, 5, bins});
+  const auto warped = vtlp.warp(positions.contiguous(), torch::tensor({1.1, 0.9}, torch::kDouble));
+  for (int64_t k : {0, 10, 40, 60, 79}) {
+    const double centre = 700.0 * (std::pow(10.0, (k + 1) * step / 2595.0) - 1.0);
+    for (int64_t b : {0, 1}) {
+      const double alpha = b == 0 ? 1.1 : 0.9;
+      const double want =
+          std::clamp(mel(vtlp.warp_hz(centre, alpha)) / step - 1.0, 0.0, double(bins - 1));
+      INFO("bin " << k << " alpha " << alpha);
+      CHECK(warped[b][3][k].item<float>() == Approx(want).margin(1e-3));
+    }
+  }
+  // Below the boundary the formants move up (alpha > 1) or down (alpha < 1).
+  CHECK(warped[0][0][20].item<float>() > 20.0f);
+  CHECK(warped[1][0][20].item<float>() < 20.0f);
+  // alpha 1 is the identity; every frame of a row gets the same warp.
+  const auto x = torch::randn({2, 7, bins}, make_generator(4));
+  CHECK(torch::allclose(vtlp.warp(x, torch::ones({2}, torch::kDouble)), x, 1e-5, 1e-5));
+
+  // Draws: the same seed, the same output; alpha within [0.9, 1.1) (the ramp's bin 20 moves by
+  // at most what 0.9 and 1.1 give).
+  auto g1 = make_generator(6), g2 = make_generator(6);
+  const auto y1 = vtlp.apply(x, full_lengths(2), g1).x;
+  CHECK(torch::equal(y1, vtlp.apply(x, full_lengths(2), g2).x));
+  auto g3 = make_generator(7);
+  const auto ramp_out = vtlp.apply(positions.contiguous(), full_lengths(2), g3).x;
+  CHECK(ramp_out.select(2, 20).min().item<float>() >= warped[1][0][20].item<float>() - 1e-4f);
+  CHECK(ramp_out.select(2, 20).max().item<float>() <= warped[0][0][20].item<float>() + 1e-4f);
+
+  VtlpConfig bad = c;
+  bad.warp_low = 1.2;
+  CHECK_THROWS_WITH(Vtlp{bad}, Catch::Contains("warp_low <= warp_high"));
+  bad = c;
+  bad.f_hi = 9000.0;
+  CHECK_THROWS_WITH(Vtlp{bad}, Catch::Contains("f_hi (9000 Hz)"));
+  auto g4 = make_generator(0);
+  CHECK_THROWS_WITH(vtlp.apply(torch::ones({2, 3}), full_lengths(2), g4),
+                    Catch::Contains("got 2 dimensions"));
+
+  masr::toolkit::register_all();
+  auto hp = masr::hparams::load_text(R"(
+vtlp: !new:mamba_asr.VTLP
+    warp_low: 0.85
+    warp_high: 1.15
+fea_augment: !new:speechbrain.augment.augmenter.Augmenter
+    augmentations: [!ref <vtlp>]
+)");
+  auto augmenter = std::dynamic_pointer_cast<Augmenter>(hp["fea_augment"].instance()->object);
+  REQUIRE(augmenter);
+  CHECK_THAT(augmenter->summary(), Catch::Contains("VTLP"));
+  auto g5 = make_generator(1);
+  CHECK(augmenter->apply(x, full_lengths(2), g5).x.sizes() == x.sizes());
 }

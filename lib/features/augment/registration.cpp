@@ -10,6 +10,7 @@
 #include "features/augment/augmenter.h"
 #include "features/augment/noise.h"
 #include "features/augment/spectrogram_drop.h"
+#include "features/augment/vtlp.h"
 #include "features/augment/warping.h"
 #include "features/augment/waveform_drop.h"
 
@@ -167,9 +168,21 @@ std::shared_ptr<hparams::Object> build_drop_bit_resolution(const Args& args) {
   return with_origin(args, [&] { return std::make_shared<DropBitResolution>(c); });
 }
 
+std::shared_ptr<hparams::Object> build_vtlp(const Args& args) {
+  VtlpConfig c;
+  c.warp_low = args.get_double("warp_low", c.warp_low);
+  c.warp_high = args.get_double("warp_high", c.warp_high);
+  c.f_hi = args.get_double("f_hi", c.f_hi);
+  c.sample_rate = args.get_double("sample_rate", c.sample_rate);
+  c.f_min = args.get_double("f_min", c.f_min);
+  c.f_max = args.get_double("f_max", c.f_max);
+  return with_origin(args, [&] { return std::make_shared<Vtlp>(c); });
+}
+
 }  // namespace
 
 void register_augment_classes(Registry& registry) {
+  registry.implement("mamba_asr.VTLP", build_vtlp);
   registry.implement("speechbrain.augment.time_domain.RandAmp", build_rand_amp);
   registry.implement("speechbrain.augment.time_domain.DoClip", build_do_clip);
   registry.implement("speechbrain.augment.time_domain.DropBitResolution",
