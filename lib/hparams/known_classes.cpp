@@ -159,6 +159,9 @@ void register_builtin_classes(Registry& r) {
           {"waveforms", "alpha_low", "alpha_high", "sample_rate"}, kFunction);
   declare(r, "torch.randn_like", {}, "standard Gaussian noise shaped as its input",
           {"input", "dtype", "layout", "device", "requires_grad", "memory_format"}, kFunction);
+  // mamba-asr's own: lib/features/augment/reverb.h.
+  declare(r, "mamba_asr.Reverb", {}, "convolves waveforms with generated room responses",
+          {"rt60_low", "rt60_high", "drr_low", "drr_high", "sample_rate"});
   // mamba-asr's own: lib/features/augment/vtlp.h.
   declare(r, "mamba_asr.VTLP", {}, "vocal-tract-length perturbation of log-mel features",
           {"warp_low", "warp_high", "f_hi", "sample_rate", "f_min", "f_max"});

@@ -17,6 +17,7 @@
 #include "features/augment/amplitude.h"
 #include "features/augment/augmenter.h"
 #include "features/augment/noise.h"
+#include "features/augment/reverb.h"
 #include "features/augment/spectrogram_drop.h"
 #include "features/augment/vtlp.h"
 #include "features/augment/warping.h"
@@ -696,4 +697,59 @@ fea_augment: !new:speechbrain.augment.augmenter.Augmenter
   CHECK_THAT(augmenter->summary(), Catch::Contains("VTLP"));
   auto g5 = make_generator(1);
   CHECK(augmenter->apply(x, full_lengths(2), g5).x.sizes() == x.sizes());
+}
+
+TEST_CASE("Reverb: the response's decay and direct-to-reverberant ratio, lengths, hparams",
+          "[augment]") {
+  ReverbConfig c;
+  c.rt60_low = c.rt60_high = 0.5;
+  c.drr_low = c.drr_high = 3.0;
+  const Reverb reverb(c);
+  // An impulse comes out as the response, rescaled to the impulse's RMS.
+  const int64_t t = 16000;
+  auto impulse = torch::zeros({1, t});
+  impulse[0][100] = 1.0f;
+  auto gen = make_generator(3);
+  const auto out = reverb.apply(impulse, full_lengths(1), gen).x;
+  REQUIRE(out.sizes() == impulse.sizes());
+  CHECK(out.narrow(1, 0, 100).abs().max().item<float>() < 1e-5f);  // causal
+  const auto h = out[0].narrow(0, 100, t - 100);
+  // Direct-to-reverberant energy ratio: 3 dB.
+  const double direct = h[0].item<double>() * h[0].item<double>();
+  const double tail = h.narrow(0, 1, h.size(0) - 1).pow(2).sum().item<double>();
+  CHECK(10 * std::log10(direct / tail) == Approx(3.0).margin(0.05));
+  // RT60 from the Schroeder integral of the tail: the time from -5 to -25 dB, times 3.
+  const auto energy = h.narrow(0, 1, 8000).pow(2).to(torch::kDouble);
+  const auto schroeder = torch::flip(torch::cumsum(torch::flip(energy, {0}), 0), {0});
+  const auto db = 10 * torch::log10(schroeder / schroeder[0]);
+  const int64_t at5 = (db > -5.0).sum().item<int64_t>(), at25 = (db > -25.0).sum().item<int64_t>();
+  CHECK(3.0 * double(at25 - at5) / 16000.0 == Approx(0.5).epsilon(0.1));
+  // RMS kept, lengths unchanged, same seed same room.
+  const auto x = torch::randn({2, 8000}, make_generator(1));
+  const auto lengths = torch::tensor({1.0f, 0.5f});
+  auto g1 = make_generator(8), g2 = make_generator(8);
+  const auto y = Reverb(ReverbConfig{}).apply(x, lengths, g1);
+  CHECK(torch::equal(y.x, Reverb(ReverbConfig{}).apply(x, lengths, g2).x));
+  CHECK(torch::equal(y.lengths, lengths));
+  CHECK(y.x[1].narrow(0, 0, 4000).pow(2).mean().sqrt().item<float>() ==
+        Approx(x[1].narrow(0, 0, 4000).pow(2).mean().sqrt().item<float>()).epsilon(1e-4));
+  CHECK_FALSE(torch::allclose(y.x, x, 1e-2, 1e-2));
+
+  ReverbConfig bad;
+  bad.rt60_low = 0.0;
+  CHECK_THROWS_WITH(Reverb{bad}, Catch::Contains("0 < rt60_low"));
+  bad = ReverbConfig{};
+  bad.drr_low = 20.0;
+  CHECK_THROWS_WITH(Reverb{bad}, Catch::Contains("drr_low (20 dB)"));
+  masr::toolkit::register_all();
+  auto hp = masr::hparams::load_text(R"(
+room: !new:mamba_asr.Reverb
+    rt60_low: 0.3
+    rt60_high: 0.9
+wav_augment: !new:speechbrain.augment.augmenter.Augmenter
+    augmentations: [!ref <room>]
+)");
+  auto augmenter = std::dynamic_pointer_cast<Augmenter>(hp["wav_augment"].instance()->object);
+  REQUIRE(augmenter);
+  CHECK_THAT(augmenter->summary(), Catch::Contains("Reverb"));
 }

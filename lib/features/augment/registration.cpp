@@ -9,6 +9,7 @@
 #include "features/augment/amplitude.h"
 #include "features/augment/augmenter.h"
 #include "features/augment/noise.h"
+#include "features/augment/reverb.h"
 #include "features/augment/spectrogram_drop.h"
 #include "features/augment/vtlp.h"
 #include "features/augment/warping.h"
@@ -179,9 +180,20 @@ std::shared_ptr<hparams::Object> build_vtlp(const Args& args) {
   return with_origin(args, [&] { return std::make_shared<Vtlp>(c); });
 }
 
+std::shared_ptr<hparams::Object> build_reverb(const Args& args) {
+  ReverbConfig c;
+  c.rt60_low = args.get_double("rt60_low", c.rt60_low);
+  c.rt60_high = args.get_double("rt60_high", c.rt60_high);
+  c.drr_low = args.get_double("drr_low", c.drr_low);
+  c.drr_high = args.get_double("drr_high", c.drr_high);
+  c.sample_rate = args.get_double("sample_rate", c.sample_rate);
+  return with_origin(args, [&] { return std::make_shared<Reverb>(c); });
+}
+
 }  // namespace
 
 void register_augment_classes(Registry& registry) {
+  registry.implement("mamba_asr.Reverb", build_reverb);
   registry.implement("mamba_asr.VTLP", build_vtlp);
   registry.implement("speechbrain.augment.time_domain.RandAmp", build_rand_amp);
   registry.implement("speechbrain.augment.time_domain.DoClip", build_do_clip);
