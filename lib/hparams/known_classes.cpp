@@ -169,8 +169,7 @@ void register_builtin_classes(Registry& r) {
           "scales each waveform to a random peak", {"amp_low", "amp_high"});
   declare(r, "speechbrain.augment.time_domain.DoClip", {"mamba_asr.DoClip"},
           "clips the waveforms at a random fraction of their peaks", {"clip_low", "clip_high"});
-  declare(r, "speechbrain.augment.time_domain.DropBitResolution",
-          {"mamba_asr.DropBitResolution"},
+  declare(r, "speechbrain.augment.time_domain.DropBitResolution", {"mamba_asr.DropBitResolution"},
           "quantizes the waveforms to int16, int8 or float16 and back", {"target_dtype"});
   declare(r, "speechbrain.augment.augmenter.Augmenter", {"mamba_asr.Augmenter"},
           "applies a random subset of augmentations",

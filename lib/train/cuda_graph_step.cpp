@@ -23,10 +23,10 @@
 #if defined(MASR_WITH_CUDA) && TORCH_VERSION_MAJOR >= 2
 #define MASR_GRAPH_CAPTURE 1
 #include <ATen/cuda/CUDAEvent.h>
-#include <c10/util/accumulate.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <c10/util/accumulate.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -72,7 +72,7 @@ std::string key_of(const std::vector<at::Tensor>& inputs, double divisor) {
 
 // key_of's divisor and shapes back (false if `key` is not one).
 bool parse_key(const std::string& key, double* divisor, std::vector<InputSpec>* specs) {
-  static const at::ScalarType kTypes[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
+  static const at::ScalarType kTypes[] = {at::kFloat, at::kDouble, at::kHalf,  at::kBFloat16,
                                           at::kLong,  at::kInt,    at::kShort, at::kChar,
                                           at::kByte,  at::kBool};
   std::vector<std::string> parts;
@@ -203,10 +203,10 @@ struct GraphedSteps::Impl {
   std::optional<c10::cuda::CUDAStream> stream;  // every capture's
   decltype(at::cuda::graph_pool_handle()) pool{};
   bool have_pool = false;
-  bool warmed = false;  // a first eager step ran on the capture stream
+  bool warmed = false;        // a first eager step ran on the capture stream
   bool capture_seen = false;  // set_capturing turned capturing on: capture the shapes seen so far
   InputsLike inputs_like;     // set_inputs_like
-  bool broken = false;  // a capture failed: eager from then on
+  bool broken = false;        // a capture failed: eager from then on
   uint64_t clock = 0;
 
   void drop(Entry& e) {
@@ -351,11 +351,14 @@ struct GraphedSteps::Impl {
       for (const Entry* e : todo) {
         if (i < e->specs.size()) n = std::max(n, c10::multiply_integers(e->specs[i].sizes));
       }
-      largest.push_back(at::empty({n}, at::TensorOptions(device).dtype(todo.front()->specs[i].dtype)));
+      largest.push_back(
+          at::empty({n}, at::TensorOptions(device).dtype(todo.front()->specs[i].dtype)));
     }
     (void)views_for(largest);
-    MASR_LOG_INFO("train: capturing %zu CUDA graphs, one per batch shape seen so far (about 0.1-0.2 s each)...",
-                  todo.size());
+    MASR_LOG_INFO(
+        "train: capturing %zu CUDA graphs, one per batch shape seen so far (about 0.1-0.2 s "
+        "each)...",
+        todo.size());
     profile_phase("capture");
     const auto start = std::chrono::steady_clock::now();
     int64_t done = 0;

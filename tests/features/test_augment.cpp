@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/remove_tree.h"
 #include "features/augment/amplitude.h"
 #include "features/augment/augmenter.h"
 #include "features/augment/noise.h"
@@ -23,7 +24,6 @@
 #include "features/augment/warping.h"
 #include "hparams/hparams.h"
 #include "toolkit/registration.h"
-#include "core/remove_tree.h"
 
 using namespace masr::features;
 namespace fs = std::filesystem;
@@ -515,8 +515,8 @@ TEST_CASE("RandAmp, DoClip and DropBitResolution: hand-checked properties", "[au
     const float peak = w[b].abs().max().item<float>();
     CHECK(clipped[b].abs().max().item<float>() == Approx(peak).epsilon(1e-5));
     const auto small = w[b].abs() < 0.25f * peak;
-    CHECK(torch::allclose(clipped[b].masked_select(small), w[b].masked_select(small) * 4.0f,
-                          1e-5, 1e-6));
+    CHECK(torch::allclose(clipped[b].masked_select(small), w[b].masked_select(small) * 4.0f, 1e-5,
+                          1e-6));
   }
 
   // int8: at most 255 distinct levels, the error at most half a step of peak / 127 (truncation:
@@ -526,8 +526,10 @@ TEST_CASE("RandAmp, DoClip and DropBitResolution: hand-checked properties", "[au
   CHECK((q - w).abs().max().item<float>() <= step * 1.0001f);
   CHECK(std::get<0>(at::_unique(q)).numel() <= 255);
   CHECK(((q * w) >= 0).all().item<bool>());
-  CHECK(torch::equal(DropBitResolution::quantize(w, "float16"), w.to(torch::kHalf).to(torch::kFloat)));
-  CHECK(torch::equal(DropBitResolution::quantize(torch::zeros({2, 8}), "int16"), torch::zeros({2, 8})));
+  CHECK(torch::equal(DropBitResolution::quantize(w, "float16"),
+                     w.to(torch::kHalf).to(torch::kFloat)));
+  CHECK(torch::equal(DropBitResolution::quantize(torch::zeros({2, 8}), "int16"),
+                     torch::zeros({2, 8})));
   // "random" picks one of the three from the generator: the same seed, the same pick.
   DropBitResolutionConfig any;
   auto g1 = make_generator(9), g2 = make_generator(9);
@@ -588,8 +590,8 @@ TEST_CASE("AddNoise with pink_noise_like: SpeechBrain's spectral shaping, and it
   CHECK(torch::allclose(AddNoise::colored_noise(even, torch::tensor({0.5f, -1.0f}), 8000.0),
                         wave_reference(even, "pink", 0, "0.5,-1 8000"), 1e-5, 1e-6));
   // alpha 0 leaves white noise white.
-  CHECK(torch::allclose(AddNoise::colored_noise(white, torch::zeros({3}), 50.0), white, 1e-5,
-                        1e-5));
+  CHECK(
+      torch::allclose(AddNoise::colored_noise(white, torch::zeros({3}), 50.0), white, 1e-5, 1e-5));
 
   masr::toolkit::register_all();
   auto hp = masr::hparams::load_text(R"(
@@ -620,12 +622,13 @@ white: !new:speechbrain.augment.time_domain.AddNoise
   const double low = power.narrow(1, 1, 200).sum().item<double>();
   const double all = power.narrow(1, 1, 2000).sum().item<double>();
   CHECK(low / all > 0.9);
-  CHECK(std::dynamic_pointer_cast<AddNoise>(hp["white"].instance()->object)->summary().find(
-            "white") != std::string::npos);
-  CHECK_THROWS_WITH(masr::hparams::load_text(
-                        "n: !new:speechbrain.augment.time_domain.AddNoise\n"
-                        "    noise_funct: !name:speechbrain.nnet.losses.ctc_loss\n"),
-                    Catch::Contains("noise_funct is") && Catch::Contains("pink_noise_like"));
+  CHECK(std::dynamic_pointer_cast<AddNoise>(hp["white"].instance()->object)
+            ->summary()
+            .find("white") != std::string::npos);
+  CHECK_THROWS_WITH(
+      masr::hparams::load_text("n: !new:speechbrain.augment.time_domain.AddNoise\n"
+                               "    noise_funct: !name:speechbrain.nnet.losses.ctc_loss\n"),
+      Catch::Contains("noise_funct is") && Catch::Contains("pink_noise_like"));
 }
 
 TEST_CASE("VTLP: the warp, bin positions on a mel ramp, draws and hparams", "[augment]") {

@@ -29,8 +29,8 @@
 using masr::train::AsrBatch;
 using masr::train::AsrTask;
 using masr::train::GraphedSteps;
-using masr::train::ModelInputs;
 using masr::train::InputSpec;
+using masr::train::ModelInputs;
 
 namespace {
 

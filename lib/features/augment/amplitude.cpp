@@ -32,8 +32,8 @@ const char* const kBitTargets[] = {"int16", "int8", "float16"};  // SpeechBrain'
 
 void RandAmpConfig::validate() const {
   if (!(amp_low <= amp_high)) {
-    throw_config_error(string_printf("RandAmp: amp_low (%g) must not exceed amp_high (%g)",
-                                     amp_low, amp_high));
+    throw_config_error(
+        string_printf("RandAmp: amp_low (%g) must not exceed amp_high (%g)", amp_low, amp_high));
   }
 }
 
@@ -93,9 +93,7 @@ DropBitResolution::DropBitResolution(DropBitResolutionConfig config) : config_(s
   config_.validate();
 }
 
-std::string DropBitResolution::summary() const {
-  return "bit resolution " + config_.target_dtype;
-}
+std::string DropBitResolution::summary() const { return "bit resolution " + config_.target_dtype; }
 
 at::Tensor DropBitResolution::quantize(const at::Tensor& x, const std::string& target) {
   if (target == "float16") return x.to(torch::kHalf).to(x.scalar_type());

@@ -24,9 +24,10 @@ void AddNoiseConfig::validate() const {
                        " dB) must not exceed snr_high (" + std::to_string(snr_high) + " dB)");
   }
   if (colored && (alpha_low > alpha_high || !(sample_rate > 0.0))) {
-    throw_config_error("AddNoise: pink_noise_like needs alpha_low <= alpha_high and sample_rate > 0, got " +
-                       std::to_string(alpha_low) + ", " + std::to_string(alpha_high) + " and " +
-                       std::to_string(sample_rate));
+    throw_config_error(
+        "AddNoise: pink_noise_like needs alpha_low <= alpha_high and sample_rate > 0, got " +
+        std::to_string(alpha_low) + ", " + std::to_string(alpha_high) + " and " +
+        std::to_string(sample_rate));
   }
 }
 
@@ -40,18 +41,17 @@ at::Tensor AddNoise::colored_noise(const at::Tensor& white, const at::Tensor& al
   const at::Tensor up = torch::flip(mask, {1});
   mask = length % 2 ? torch::cat({mask, mask.narrow(1, half - 1, 1), up}, 1)
                     : torch::cat({mask, up}, 1);
-  return torch::real(torch::fft::ifft(torch::fft::fft(white, c10::nullopt, 1) * mask,
-                                      c10::nullopt, 1))
+  return torch::real(
+             torch::fft::ifft(torch::fft::fft(white, c10::nullopt, 1) * mask, c10::nullopt, 1))
       .contiguous();
 }
 
 AddNoise::AddNoise(AddNoiseConfig config) : config_(config) { config_.validate(); }
 
 std::string AddNoise::summary() const {
-  const std::string kind =
-      config_.colored ? "1/f^[" + std::to_string(config_.alpha_low) + ", " +
-                            std::to_string(config_.alpha_high) + ") noise"
-                      : "white noise";
+  const std::string kind = config_.colored ? "1/f^[" + std::to_string(config_.alpha_low) + ", " +
+                                                 std::to_string(config_.alpha_high) + ") noise"
+                                           : "white noise";
   return kind + ", SNR [" + std::to_string(config_.snr_low) + ", " +
          std::to_string(config_.snr_high) + "] dB";
 }

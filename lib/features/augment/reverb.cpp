@@ -14,13 +14,13 @@ namespace masr::features {
 
 void ReverbConfig::validate() const {
   if (!(rt60_low > 0.0) || !(rt60_low <= rt60_high) || rt60_high > 10.0) {
-    throw_config_error(string_printf(
-        "Reverb: need 0 < rt60_low <= rt60_high <= 10 (seconds), got %g and %g", rt60_low,
-        rt60_high));
+    throw_config_error(
+        string_printf("Reverb: need 0 < rt60_low <= rt60_high <= 10 (seconds), got %g and %g",
+                      rt60_low, rt60_high));
   }
   if (!(drr_low <= drr_high)) {
-    throw_config_error(
-        string_printf("Reverb: drr_low (%g dB) must not exceed drr_high (%g dB)", drr_low, drr_high));
+    throw_config_error(string_printf("Reverb: drr_low (%g dB) must not exceed drr_high (%g dB)",
+                                     drr_low, drr_high));
   }
   if (!(sample_rate > 0.0)) {
     throw_config_error(string_printf("Reverb: sample_rate must be > 0, got %g", sample_rate));
@@ -70,7 +70,8 @@ AugmentBatch Reverb::apply(const at::Tensor& x, const at::Tensor& lengths,
   const auto cpu = torch::TensorOptions().dtype(torch::kFloat);
   const int64_t batch = x.size(0);
   const at::Tensor rt60 =
-      torch::rand({batch}, generator, cpu) * (config_.rt60_high - config_.rt60_low) + config_.rt60_low;
+      torch::rand({batch}, generator, cpu) * (config_.rt60_high - config_.rt60_low) +
+      config_.rt60_low;
   const at::Tensor drr =
       torch::rand({batch}, generator, cpu) * (config_.drr_high - config_.drr_low) + config_.drr_low;
   const int64_t length =

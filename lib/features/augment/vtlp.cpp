@@ -24,8 +24,8 @@ double mel_to_hz(double m) { return 700.0 * (std::pow(10.0, m / 2595.0) - 1.0); 
 void VtlpConfig::validate() const {
   const double top = f_max > 0.0 ? f_max : sample_rate / 2.0;
   if (!(warp_low > 0.0) || !(warp_low <= warp_high)) {
-    throw_config_error(string_printf(
-        "VTLP: need 0 < warp_low <= warp_high, got %g and %g", warp_low, warp_high));
+    throw_config_error(
+        string_printf("VTLP: need 0 < warp_low <= warp_high, got %g and %g", warp_low, warp_high));
   }
   if (!(sample_rate > 0.0) || !(f_min >= 0.0) || !(f_min < top) || top > sample_rate / 2.0) {
     throw_config_error(string_printf(
@@ -81,9 +81,10 @@ at::Tensor Vtlp::warp(const at::Tensor& x, const at::Tensor& alpha) const {
   }
   const at::Tensor lo = runtime::to_device_async(
       torch::from_blob(lower.data(), {batch, 1, bins}, torch::kLong).clone(), x.device());
-  const at::Tensor w = runtime::to_device_async(
-      torch::from_blob(weight.data(), {batch, 1, bins}, torch::kFloat).clone(), x.device())
-                           .to(x.scalar_type());
+  const at::Tensor w =
+      runtime::to_device_async(
+          torch::from_blob(weight.data(), {batch, 1, bins}, torch::kFloat).clone(), x.device())
+          .to(x.scalar_type());
   const at::Tensor lo_index = lo.expand({batch, x.size(1), bins});
   const at::Tensor left = x.gather(2, lo_index);
   const at::Tensor right = x.gather(2, lo_index + 1);

@@ -15,10 +15,11 @@ namespace masr::features {
 struct VtlpConfig {
   double warp_low = 0.9;  // the warp factor alpha, per utterance from [low, high)
   double warp_high = 1.1;
-  double f_hi = 4800.0;  // Hz, below sample_rate / 2: up to f_hi * min(alpha, 1) / alpha, f -> alpha f
+  double f_hi =
+      4800.0;  // Hz, below sample_rate / 2: up to f_hi * min(alpha, 1) / alpha, f -> alpha f
   double sample_rate = 16000.0;
-  double f_min = 0.0;   // the filterbank's range (SpeechBrain's Fbank defaults)
-  double f_max = 0.0;   // 0: sample_rate / 2
+  double f_min = 0.0;  // the filterbank's range (SpeechBrain's Fbank defaults)
+  double f_max = 0.0;  // 0: sample_rate / 2
   void validate() const;
 };
 
