@@ -13,13 +13,6 @@
 namespace masr::features {
 namespace {
 
-void require_waveforms(const at::Tensor& x, const char* who) {
-  if (x.dim() != 2) {
-    throw_input_error(std::string(who) + ": expected a (batch, samples) waveform tensor, got " +
-                      std::to_string(x.dim()) + " dimensions");
-  }
-}
-
 // Each row's peak |x| (B, 1); 1 for a silent row, which then stays silent.
 at::Tensor row_peaks(const at::Tensor& x) {
   const at::Tensor peak = std::get<0>(x.abs().max(1, true));

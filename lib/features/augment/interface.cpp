@@ -27,4 +27,11 @@ double draw_uniform(at::Generator& generator) {
   return at::rand({1}, generator, at::kDouble).item<double>();
 }
 
+void require_waveforms(const at::Tensor& x, const char* who) {
+  if (x.dim() != 2) {
+    throw_input_error(std::string(who) + ": expected a (batch, samples) waveform tensor, got " +
+                      std::to_string(x.dim()) + " dimensions");
+  }
+}
+
 }  // namespace masr::features

@@ -44,4 +44,7 @@ int64_t draw_int(at::Generator& generator, int64_t low, int64_t high);
 // One float in [0, 1) (torch.rand).
 double draw_uniform(at::Generator& generator);
 
+// Throws an input error naming `who` unless x is a (batch, samples) waveform tensor.
+void require_waveforms(const at::Tensor& x, const char* who);
+
 }  // namespace masr::features

@@ -58,10 +58,7 @@ std::string AddNoise::summary() const {
 
 AugmentBatch AddNoise::apply(const at::Tensor& x, const at::Tensor& lengths,
                              at::Generator& generator) const {
-  if (x.dim() != 2) {
-    throw_input_error("AddNoise: expected a (batch, samples) waveform tensor, got " +
-                      std::to_string(x.dim()) + " dimensions");
-  }
+  require_waveforms(x, "AddNoise");
   // Draws on the CPU generator, copied to x's device without stopping the host.
   const auto cpu = x.options().device(torch::kCPU);
   auto valid = (runtime::to_device_async(lengths, x.device()).to(x.scalar_type()) * x.size(1))

@@ -63,10 +63,7 @@ at::Tensor Reverb::convolve(const at::Tensor& x, const at::Tensor& h, const at::
 
 AugmentBatch Reverb::apply(const at::Tensor& x, const at::Tensor& lengths,
                            at::Generator& generator) const {
-  if (x.dim() != 2) {
-    throw_input_error("Reverb: expected a (batch, samples) waveform tensor, got " +
-                      std::to_string(x.dim()) + " dimensions");
-  }
+  require_waveforms(x, "Reverb");
   const auto cpu = torch::TensorOptions().dtype(torch::kFloat);
   const int64_t batch = x.size(0);
   const at::Tensor rt60 =

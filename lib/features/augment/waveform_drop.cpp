@@ -83,7 +83,7 @@ at::Tensor DropFreq::filter(const at::Tensor& x, const at::Tensor& frequencies) 
 
 AugmentBatch DropFreq::apply(const at::Tensor& x, const at::Tensor& lengths,
                              at::Generator& generator) const {
-  if (x.dim() != 2) throw_input_error("DropFreq: expected waveforms (batch, samples)");
+  require_waveforms(x, "DropFreq");
   const int64_t count =
       draw_int(generator, config_.drop_freq_count_low, config_.drop_freq_count_high + 1);
   const double range = config_.drop_freq_high - config_.drop_freq_low;
@@ -122,7 +122,7 @@ std::string DropChunk::summary() const {
 
 AugmentBatch DropChunk::apply(const at::Tensor& x, const at::Tensor& lengths,
                               at::Generator& generator) const {
-  if (x.dim() != 2) throw_input_error("DropChunk: expected waveforms (batch, samples)");
+  require_waveforms(x, "DropChunk");
   const int64_t batch = x.size(0);
   // (lengths * T).long(): truncated, as SpeechBrain does.
   const at::Tensor samples = (lengths.cpu() * x.size(1)).to(torch::kLong);
