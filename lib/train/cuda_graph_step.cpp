@@ -201,8 +201,7 @@ struct GraphedSteps::Impl {
   std::vector<at::Tensor> arena;
   at::Tensor loss_out;
   std::optional<c10::cuda::CUDAStream> stream;  // every capture's
-  decltype(at::cuda::graph_pool_handle()) pool{};
-  bool have_pool = false;
+  decltype(at::cuda::graph_pool_handle()) pool{};  // shared while any graph is held
   bool warmed = false;        // a first eager step ran on the capture stream
   bool capture_seen = false;  // set_capturing turned capturing on: capture the shapes seen so far
   InputsLike inputs_like;     // set_inputs_like
@@ -264,11 +263,9 @@ struct GraphedSteps::Impl {
     const c10::DeviceIndex device = static_inputs.front().device().index();
     const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device);
     if (!stream) stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
-    // A pool lives while a graph holds it: with none held (all dropped), a new one.
-    if (!have_pool || stats.graphs == 0) {
-      pool = at::cuda::graph_pool_handle();
-      have_pool = true;
-    }
+    // A pool lives while a graph holds it: with none held (the first capture, or all
+    // dropped), a new one.
+    if (stats.graphs == 0) pool = at::cuda::graph_pool_handle();
     if (!loss_out.defined()) {
       loss_out = at::zeros({}, static_inputs.front().options().dtype(at::kFloat));
     }
