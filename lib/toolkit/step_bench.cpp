@@ -159,7 +159,8 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
   // replayed (the warm-up covers the captures with --warmup >= shapes).
   s.graphs.reset();
   if (train::GraphedSteps::supported(s.device) && s.stepper->graphable()) {
-    s.graphs = std::make_unique<train::GraphedSteps>(s.task->parameters(), /*capture=*/true);
+    s.graphs = std::make_unique<train::GraphedSteps>(s.task->parameters(), /*capture=*/true,
+                                                     s.stepper->graph_update(true));
   }
   runtime::reset_peak_memory(spec.device);
   train::StepProfile profile(s.device);
@@ -211,7 +212,8 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
   r.metrics.emplace_back("peak_bytes", static_cast<double>(runtime::peak_memory(spec.device)));
   if (s.graphs) {
     const train::GraphStats g = s.graphs->stats();
-    r.note += ", CUDA graphs";
+    r.note += s.graphs->steps_optimizer() ? ", CUDA graphs (the optimizer's update inside)"
+                                          : ", CUDA graphs";
     r.metrics.emplace_back("graphs.replayed", static_cast<double>(g.replayed));
     r.metrics.emplace_back("graphs.captured", static_cast<double>(g.captured));
     r.metrics.emplace_back("graphs.eager", static_cast<double>(g.eager));

@@ -144,6 +144,7 @@ struct GraphedSteps::Impl {
   std::vector<at::Tensor> views;  // each parameter's gradient in its flat buffer
   std::vector<bool> used;         // parameters that have had a gradient
   std::vector<at::Tensor> flats;
+  UpdateFn update;        // the optimizer's update, inside the step (no flats then)
   bool capture = false;   // a capturing build and device
   bool capturing = true;  // set_capturing
   size_t max_graphs = 64;
@@ -164,6 +165,14 @@ struct GraphedSteps::Impl {
     if (!add) {
       (void)torch::autograd::grad({target}, params, {}, /*retain_graph=*/false,
                                   /*create_graph=*/false, /*allow_unused=*/true);
+      return loss.detach();
+    }
+    if (update) {
+      // The gradients as the backward makes them, used by the update and dropped: inside a
+      // capture their memory goes back to the graph's pool, for the next step's activations.
+      target.backward();
+      update();
+      for (at::Tensor& p : params) p.mutable_grad().reset();
       return loss.detach();
     }
     // Autograd adds each gradient in place into a defined .grad (our view) as it comes, so no
@@ -484,7 +493,7 @@ void GraphedSteps::add_shape_keys(const std::vector<std::string>& keys) {
 
 bool GraphedSteps::split_requested() { return graphs_setting() == "split"; }
 
-GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture)
+GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture, UpdateFn update)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   for (at::Tensor& p : parameters) {
@@ -493,6 +502,8 @@ GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture)
   if (m.params.empty()) throw Error(ErrorKind::kInternal, "GraphedSteps: no trainable parameter");
   m.capture = capture;
   if (capture) m.max_graphs = max_graphs_from_env();
+  m.update = std::move(update);
+  if (m.update) return;  // gradients only inside the step: no flat buffers
   // One flat buffer per dtype and device, in parameter order.
   std::map<std::pair<int, std::string>, int64_t> sizes;
   std::vector<std::pair<int, std::string>> group_of;
@@ -524,7 +535,11 @@ at::Tensor GraphedSteps::forward_backward(const std::vector<at::Tensor>& inputs,
                                           const LossFn& loss_fn, double divisor, bool first) {
   Impl& m = *impl_;
   if (inputs.empty()) throw Error(ErrorKind::kInternal, "GraphedSteps: no inputs");
-  if (first) {
+  if (m.update && (!first || divisor != 1.0)) {
+    throw Error(ErrorKind::kInternal,
+                "GraphedSteps: a step with the optimizer's update accumulates no gradients");
+  }
+  if (first && !m.update) {
     for (at::Tensor& f : m.flats) f.zero_();
     for (size_t i = 0; i < m.params.size(); ++i) {
       if (m.used[i]) m.attach(i);
@@ -538,6 +553,8 @@ at::Tensor GraphedSteps::forward_backward(const std::vector<at::Tensor>& inputs,
 }
 
 const std::vector<at::Tensor>& GraphedSteps::flats() const { return impl_->flats; }
+
+bool GraphedSteps::steps_optimizer() const { return static_cast<bool>(impl_->update); }
 
 GraphStats GraphedSteps::stats() const { return impl_->stats; }
 

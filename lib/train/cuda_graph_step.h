@@ -21,6 +21,14 @@
 // parameter's .grad is a view: data parallelism averages them in one all-reduce each (after the
 // backward, not overlapped with it).
 //
+// With an `update` (OptimizerStepper::graph_update: one process, no gradient accumulation), the
+// graph holds the whole step: forward, backward, clipping and the optimizer's update, and the
+// gradients live only inside it. There are no flat buffers then: gradients are made by the
+// backward, in the graph's pool, where the next step's forward reuses their memory, so a step's
+// peak memory is what it is op by op (the flat buffers held 439 MiB for ConMamba-L for the whole
+// run: bench/results/2026-11-28-h200-cuda-graphs.md). MASR_GRAPH_OPTIMIZER=0: the optimizer
+// outside the graph (an A/B switch).
+//
 // What the graph captures must depend on the shapes alone: the inputs (AsrTask::ModelInputs)
 // carry every value of the batch, parameters are updated in place (every optimizer here does),
 // dropout draws from LibTorch's CUDA generator (graph-safe), and nothing in it goes through the
@@ -64,6 +72,9 @@ struct GraphStats {
 class GraphedSteps {
  public:
   using LossFn = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
+  // What follows the backward inside the step (the optimizer's update from the parameters'
+  // .grad); it must depend on nothing the host changes between steps except device tensors.
+  using UpdateFn = std::function<void()>;
 
   // Whether this build can capture on `device` (LibTorch 2 with CUDA, a CUDA device) and
   // MASR_CUDA_GRAPHS is not 0.
@@ -73,15 +84,19 @@ class GraphedSteps {
 
   // `parameters`: those that train (the gradients of the others are not taken). `capture`:
   // capture graphs (false: every batch eagerly, the same accumulation; CPU tests use that).
-  GraphedSteps(std::vector<at::Tensor> parameters, bool capture);
+  // `update`: the whole step in the graph (above), gradients only inside it; without one, they
+  // accumulate into the flat buffers.
+  GraphedSteps(std::vector<at::Tensor> parameters, bool capture, UpdateFn update = {});
   ~GraphedSteps();
   GraphedSteps(const GraphedSteps&) = delete;
   GraphedSteps& operator=(const GraphedSteps&) = delete;
 
-  // loss_fn(inputs), and the gradients of loss * scale (every one NaN unless the loss is
+  // loss_fn(inputs), and the gradients of loss / divisor (every one NaN unless the loss is
   // finite: OptimizerStepper's rule) added to the parameters' gradients. `first`: the first
   // batch of an accumulation: the gradients start from zero (and .grad is set to the views
-  // again, after an optimizer's zero_grad dropped them). Returns the loss, detached.
+  // again, after an optimizer's zero_grad dropped them). With an update, the update follows
+  // and the parameters are left without gradients (`first` must be true, `divisor` 1).
+  // Returns the loss, detached.
   // loss_fn must be a function of the inputs' values and shapes alone (see above).
   at::Tensor forward_backward(const std::vector<at::Tensor>& inputs, const LossFn& loss_fn,
                               double scale, bool first);
@@ -105,8 +120,11 @@ class GraphedSteps {
   // MASR_CUDA_GRAPHS=1: capture from a run's first batch rather than from its second epoch.
   static bool capture_from_start();
 
-  // The flat gradient buffers (one per parameter dtype) that the .grad views cover.
+  // The flat gradient buffers (one per parameter dtype) that the .grad views cover; none with
+  // an update.
   const std::vector<at::Tensor>& flats() const;
+  // Whether the optimizer's update is part of the step (an update was given).
+  bool steps_optimizer() const;
   GraphStats stats() const;
 
  private:

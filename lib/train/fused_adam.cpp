@@ -13,6 +13,8 @@
 #include "core/error.h"
 
 #define MASR_HAS_FUSED_ADAM (TORCH_VERSION_MAJOR >= 2)
+// The kernels' overloads with a tensor learning rate (aten::_fused_adam_.tensor_lr) came later.
+#define MASR_HAS_TENSOR_LR (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
 
 namespace masr::train {
 namespace {
@@ -83,13 +85,51 @@ void FusedAdam::reset() {
   state_->skippable = false;
 }
 
-void FusedAdam::step(const at::Tensor& found_inf) {
+bool FusedAdam::tensor_lr() {
+#if MASR_HAS_FUSED_ADAM && MASR_HAS_TENSOR_LR
+  return true;
+#else
+  return false;
+#endif
+}
+
+void FusedAdam::prepare() {
+#if MASR_HAS_FUSED_ADAM
+  const bool adamw = config_.type == "AdamW";
+  for (auto& group : optimizer_.param_groups()) {
+    for (const auto& p : group.params()) {
+      auto make = [&](auto& st) {
+        at::Tensor& step = state_->steps[p.unsafeGetTensorImpl()];
+        if (!step.defined()) {
+          step = at::full({}, static_cast<double>(st.step()), p.options().dtype(at::kFloat));
+        }
+      };
+      if (adamw) {
+        make(param_state<torch::optim::AdamWParamState>(optimizer_, p, config_.amsgrad));
+      } else {
+        make(param_state<torch::optim::AdamParamState>(optimizer_, p, config_.amsgrad));
+      }
+    }
+  }
+  state_->skippable = true;  // the host counts no longer follow: store_steps reads the device's
+#endif
+}
+
+void FusedAdam::step(const at::Tensor& found_inf, const at::Tensor& lr_on_device) {
 #if MASR_HAS_FUSED_ADAM
   torch::NoGradGuard no_grad;
   const bool adamw = config_.type == "AdamW";
   const c10::optional<at::Tensor> skip =
       found_inf.defined() ? c10::optional<at::Tensor>(found_inf) : c10::nullopt;
   if (skip) state_->skippable = true;
+#if !MASR_HAS_TENSOR_LR
+  if (lr_on_device.defined()) {
+    throw Error(ErrorKind::kInternal, "FusedAdam: this LibTorch takes no tensor learning rate");
+  }
+#endif
+  if (lr_on_device.defined() && optimizer_.param_groups().size() != 1) {
+    throw Error(ErrorKind::kInternal, "FusedAdam: a tensor learning rate needs one param group");
+  }
   for (auto& group : optimizer_.param_groups()) {
     std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps;
     for (const auto& p : group.params()) {
@@ -116,6 +156,23 @@ void FusedAdam::step(const at::Tensor& found_inf) {
     if (params.empty()) continue;
     at::_foreach_add_(steps, 1);
     const double lr = group.options().get_lr();
+#if MASR_HAS_TENSOR_LR
+    if (lr_on_device.defined()) {
+      if (adamw) {
+        at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr_on_device,
+                          config_.beta1, config_.beta2, config_.weight_decay, config_.eps,
+                          config_.amsgrad, /*maximize=*/false, /*grad_scale=*/c10::nullopt,
+                          /*found_inf=*/skip);
+      } else {
+        at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr_on_device,
+                         config_.beta1, config_.beta2, config_.weight_decay, config_.eps,
+                         config_.amsgrad, /*maximize=*/false, /*grad_scale=*/c10::nullopt,
+                         /*found_inf=*/skip);
+      }
+      if (skip) at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), found_inf));
+      continue;
+    }
+#endif
     if (adamw) {
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, config_.beta1,
                         config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
@@ -130,6 +187,7 @@ void FusedAdam::step(const at::Tensor& found_inf) {
   }
 #else
   (void)found_inf;
+  (void)lr_on_device;
   throw Error(ErrorKind::kInternal, "FusedAdam: this LibTorch has no fused Adam kernels");
 #endif
 }

@@ -28,7 +28,16 @@ class FusedAdam {
   // (optional): a 0-dim float32 tensor on the parameters' device; when it holds 1 the kernels
   // leave parameters, moments and step counts as they are (torch.optim's fused step with a
   // GradScaler's flag), so a step can be skipped without reading anything back.
-  void step(const at::Tensor& found_inf = {});
+  // `lr` (optional, needs tensor_lr()): a 0-dim float32 tensor on the device holding the
+  // learning rate (one param group), read by the kernels when they run: what a step captured in
+  // a CUDA graph needs, as the schedule changes the rate between replays.
+  void step(const at::Tensor& found_inf = {}, const at::Tensor& lr = {});
+  // Whether this LibTorch's fused kernels take the learning rate as a tensor.
+  static bool tensor_lr();
+  // Makes every parameter's moments and device step count now, and takes the device counts as
+  // the true ones from here on (store_steps reads them): a step captured in a CUDA graph must
+  // find them (it would capture their creation) and advances only the device counts.
+  void prepare();
   // Copies the device step counts into the optimizer's state, where checkpoints read them (they
   // differ once a found_inf step was skipped): a read-back, for checkpoints only.
   void store_steps();

@@ -2,7 +2,9 @@
 // Accumulate, unscale, clip, step (or skip on a non-finite norm), schedule; checkpointed state.
 #include "train/optimizer_stepper.h"
 
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -43,6 +45,20 @@ bool OptimizerStepper::backward(const at::Tensor& loss) {
   return true;
 }
 
+GraphedSteps::UpdateFn OptimizerStepper::graph_update(bool capture) {
+  const char* env = std::getenv("MASR_GRAPH_OPTIMIZER");
+  if (env != nullptr && std::string(env) == "0") return {};
+  if (!graphable() || parallel_->world_size() > 1 || config_.grad_accumulation_factor != 1 ||
+      optimizer_->param_groups().size() != 1) {
+    return {};
+  }
+  if (capture && !(fused_ && FusedAdam::tensor_lr())) return {};
+  return [this] {
+    profile_phase("clip");
+    step_unless_nonfinite(clip_gradients(parameters_, config_.max_grad_norm));
+  };
+}
+
 bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, const std::vector<at::Tensor>& inputs,
                                         const GraphedSteps::LossFn& loss_fn, at::Tensor* loss) {
   if (!graphable()) {
@@ -51,6 +67,25 @@ bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, const std::vector<
                 "checkpointing");
   }
   profile_phase("model");
+  if (graphs.steps_optimizer()) {
+    // The whole step in one: this step's learning rate first (the graph reads it), then the
+    // counters and the schedule, as step() ends.
+    if (!in_graph_ && fused_) {
+      // Everything the captured update touches exists before the first capture: the moments,
+      // the device step counts, the skip counters and the learning rate.
+      fused_->prepare();
+      const at::TensorOptions on = parameters_.front().options();
+      skipped_steps_on_device_ = at::zeros({}, on.dtype(at::kLong));
+      skipped_batches_on_device_ = at::zeros({}, on.dtype(at::kLong));
+      if (FusedAdam::tensor_lr()) lr_on_device_ = at::full({}, lr(), on.dtype(at::kFloat));
+    }
+    in_graph_ = true;
+    if (lr_on_device_.defined()) lr_on_device_.fill_(lr());
+    accumulated_ = 1;
+    *loss = graphs.forward_backward(inputs, loss_fn, 1.0, /*first=*/true);
+    after_step();
+    return true;
+  }
   graphs_ = &graphs;
   *loss = graphs.forward_backward(inputs, loss_fn,
                                   static_cast<double>(config_.grad_accumulation_factor),
@@ -80,6 +115,10 @@ void OptimizerStepper::step() {
     ++skipped_on_host_.steps;
     skipped_on_host_.batches += accumulated_;
   }
+  after_step();
+}
+
+void OptimizerStepper::after_step() {
   scaler_.update();
   optimizer_->zero_grad();
   accumulated_ = 0;
@@ -95,7 +134,7 @@ void OptimizerStepper::step_unless_nonfinite(const at::Tensor& norm) {
   if (fused_ && norm.device() == parameters_.front().device()) {
     // The fused kernels read the flag on the device and leave everything as it is when it is 1.
     const at::Tensor nonfinite = at::isfinite(norm).logical_not();
-    fused_->step(nonfinite.to(at::kFloat));
+    fused_->step(nonfinite.to(at::kFloat), lr_on_device_);
     const at::Tensor count = nonfinite.to(at::kLong);
     if (!skipped_steps_on_device_.defined()) {
       skipped_steps_on_device_ = at::zeros({}, count.options());
@@ -143,6 +182,11 @@ void OptimizerStepper::save(std::map<std::string, std::string>& files,
 }
 
 void OptimizerStepper::restore(const CheckpointInfo& checkpoint, int64_t steps) {
+  if (in_graph_) {
+    // Graphs may hold the old state's tensors.
+    throw Error(ErrorKind::kInternal,
+                "OptimizerStepper: restore() after a step with the update in the graph");
+  }
   load_optimizer(*optimizer_, Checkpointer::read(checkpoint, "optimizer.ckpt"),
                  checkpoint.path + "/optimizer.ckpt");
   if (fused_) fused_->reset();

@@ -62,6 +62,13 @@ class OptimizerStepper {
   // No fp16 loss scaler (its scale lives on the host) and no activation checkpointing (its
   // recomputation saves and restores generator states on the host).
   bool graphable() const { return !scaler_.enabled() && !config_.activation_checkpointing; }
+  // The optimizer's side of a step (clipping, the update or its skip, counted on the device) for
+  // GraphedSteps to run inside the step, so that gradients live only there
+  // (cuda_graph_step.h); empty where it cannot: several processes (the all-reduce stays
+  // outside), gradient accumulation, several param groups, MASR_GRAPH_OPTIMIZER=0, or, with
+  // `capture`, an update that would read anything back (no fused kernels with a tensor
+  // learning rate). Give the GraphedSteps built with it to backward_graphed.
+  GraphedSteps::UpdateFn graph_update(bool capture);
   // Averages, unscales, clips and steps (skipped on inf/nan gradients), then Noam.
   void step();
   int64_t accumulated() const { return accumulated_; }
@@ -82,6 +89,8 @@ class OptimizerStepper {
  private:
   // The optimizer step, unless the gradients' global norm `norm` is not finite.
   void step_unless_nonfinite(const at::Tensor& norm);
+  // What follows every step: the scaler's update, counters, the learning-rate schedule.
+  void after_step();
 
   const TrainConfig& config_;
   std::vector<at::Tensor> parameters_;
@@ -97,6 +106,9 @@ class OptimizerStepper {
   SkippedSteps skipped_on_host_;  // skips decided on the host (scaler, non-fused optimizers)
   // Skips decided on the device (fused path): 0-dim int64 counters on the parameters' device.
   at::Tensor skipped_steps_on_device_, skipped_batches_on_device_;
+  // graph_update's learning rate, read by the fused kernels (set before each step).
+  at::Tensor lr_on_device_;
+  bool in_graph_ = false;  // a step ran with graph_update: the optimizer state must stay put
 };
 
 }  // namespace masr::train

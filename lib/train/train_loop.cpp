@@ -136,8 +136,9 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
                                                 parallel_);
   if ((GraphedSteps::supported(device_) || GraphedSteps::split_requested()) &&
       stepper_->graphable()) {
-    graphs_ = std::make_unique<GraphedSteps>(task_->parameters(),
-                                             GraphedSteps::supported(device_));
+    const bool capture = GraphedSteps::supported(device_);
+    graphs_ = std::make_unique<GraphedSteps>(task_->parameters(), capture,
+                                             stepper_->graph_update(capture));
     graphs_->set_inputs_like(task_->graph_inputs_like());
   }
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);

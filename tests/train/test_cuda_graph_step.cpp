@@ -7,8 +7,10 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,6 +25,7 @@
 #include "train/asr_task.h"
 #include "train/cuda_graph_step.h"
 #include "train/data_parallel.h"
+#include "train/optimizer.h"
 #include "train/optimizer_stepper.h"
 #include "train/train_config.h"
 
@@ -266,6 +269,85 @@ TEST_CASE("OptimizerStepper's graphed backward trains as its backward does", "[t
   CHECK(diff <= 1e-6);
 }
 
+// Two copies of the tiny S2S task with the same weights and normalization, in training mode.
+struct TwinTasks {
+  AsrTask a, b;
+  explicit TwinTasks(const masr::hparams::Hparams& hp, const masr::train::LossOptions& options,
+                     const at::Device& device)
+      : a(hp), b(hp) {
+    a.to(device);
+    b.to(device);
+    prepare_task(a, options);
+    prepare_task(b, options);
+    torch::NoGradGuard no_grad;
+    const auto from = a.model().named_parameters();
+    for (auto& p : b.model().named_parameters()) p.value().copy_(from[p.key()]);
+    const auto bfrom = a.normalizer().named_buffers();
+    for (auto& t : b.normalizer().named_buffers()) t.value().copy_(bfrom[t.key()]);
+  }
+};
+
+// Batches for the optimizer-in-the-step tests: two shapes, and one batch of NaN audio (a
+// non-finite loss, whose step is skipped).
+std::vector<AsrBatch> update_batches(const at::Device& device) {
+  std::vector<AsrBatch> out;
+  for (int i = 0; i < 5; ++i) {
+    AsrBatch b = random_batch(2 + i % 2, 12000 + 4000 * (i % 2), 5, 40 + i);
+    if (i == 2) b.wav.fill_(std::numeric_limits<double>::quiet_NaN());
+    out.push_back(b.to(device));
+  }
+  return out;
+}
+
+TEST_CASE("the optimizer's update inside GraphedSteps' step trains as backward() and step() do",
+          "[train]") {
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  const masr::train::TrainConfig config = masr::train::train_config_from(hp);
+  REQUIRE(config.grad_accumulation_factor == 1);
+  REQUIRE(config.has_scheduler);  // Noam: the learning rate changes every step
+  const auto options = loss_options();
+  TwinTasks twins(hp, options, at::kCPU);
+  masr::train::OptimizerStepper eager(config, twins.a.parameters(), false,
+                                      std::make_shared<masr::train::DataParallel>());
+  masr::train::OptimizerStepper inside(config, twins.b.parameters(), false,
+                                       std::make_shared<masr::train::DataParallel>());
+  GraphedSteps::UpdateFn update = inside.graph_update(/*capture=*/false);
+  REQUIRE(update);
+  // No update where the step cannot hold it: gradient accumulation, several processes.
+  {
+    masr::train::TrainConfig accumulating = config;
+    accumulating.grad_accumulation_factor = 2;
+    masr::train::OptimizerStepper other(accumulating, twins.b.parameters(), false,
+                                        std::make_shared<masr::train::DataParallel>());
+    CHECK_FALSE(other.graph_update(false));
+  }
+  GraphedSteps steps(twins.b.parameters(), /*capture=*/false, std::move(update));
+  CHECK(steps.steps_optimizer());
+  CHECK(steps.flats().empty());
+  const auto fn = twins.b.loss_of_inputs(options);
+  for (const AsrBatch& batch : update_batches(at::kCPU)) {
+    const bool e = eager.backward(twins.a.forward(batch, true, 100, nullptr, options).loss);
+    at::Tensor loss;
+    CHECK(inside.backward_graphed(steps, inputs_of(twins.b, batch), fn, &loss));
+    CHECK(e);
+    CHECK(inside.lr_of_last_step() == eager.lr_of_last_step());
+    // No gradient outlives the step.
+    for (const at::Tensor& p : twins.b.parameters()) CHECK_FALSE(p.grad().defined());
+  }
+  CHECK(inside.steps() == 5);
+  CHECK(inside.lr() == eager.lr());
+  const masr::train::SkippedSteps skipped = inside.take_skipped();
+  CHECK(skipped.steps == 1);
+  CHECK(eager.take_skipped().steps == 1);
+  const double diff = relative_difference(twins.b.parameters(), twins.a.parameters());
+  INFO("largest relative parameter difference after five steps " << diff);
+  CHECK(diff <= 1e-6);
+  CHECK_THROWS_WITH(steps.forward_backward(inputs_of(twins.b, update_batches(at::kCPU)[0]), fn,
+                                           1.0, /*first=*/false),
+                    Catch::Contains("accumulates no gradients"));
+}
+
 TEST_CASE("a host upload is refused while a HostUploadGuard lives", "[train]") {
   const at::Tensor host = torch::ones({3});
   {
@@ -420,4 +502,71 @@ TEST_CASE("turning capturing on captures the shapes seen so far, and those other
   CHECK(s.replayed == 3);
   CHECK(s.eager == 2);
   CHECK(s.graphs == 3);
+}
+
+TEST_CASE("a CUDA graph with the optimizer's update inside trains as the steps op by op do",
+          "[.cuda]") {
+  if (!torch::cuda::is_available()) FAIL("no CUDA device");
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  const masr::train::TrainConfig config = masr::train::train_config_from(hp);
+  const at::Device cuda(at::kCUDA, 0);
+  const auto options = loss_options();
+  TwinTasks twins(hp, options, cuda);
+  masr::train::OptimizerStepper eager(config, twins.a.parameters(), true,
+                                      std::make_shared<masr::train::DataParallel>());
+  masr::train::OptimizerStepper inside(config, twins.b.parameters(), true,
+                                       std::make_shared<masr::train::DataParallel>());
+  GraphedSteps::UpdateFn update = inside.graph_update(/*capture=*/true);
+  REQUIRE(update);  // LibTorch 2.11: fused kernels with a tensor learning rate
+  GraphedSteps graphed(twins.b.parameters(), /*capture=*/true, std::move(update));
+  REQUIRE(graphed.steps_optimizer());
+  const auto fn = twins.b.loss_of_inputs(options);
+  // Shapes 0, 1, 0 (NaN audio: the step is skipped), 1, 0: two captures, three replays, with
+  // Noam changing the learning rate at every step.
+  int i = 0;
+  for (const AsrBatch& batch : update_batches(cuda)) {
+    INFO("step " << i++);
+    const bool e = eager.backward(twins.a.forward(batch, true, 100, nullptr, options).loss);
+    at::Tensor loss;
+    CHECK(inside.backward_graphed(graphed, inputs_of(twins.b, batch), fn, &loss));
+    CHECK(e);
+    for (const at::Tensor& p : twins.b.parameters()) CHECK_FALSE(p.grad().defined());
+    const double diff = relative_difference(twins.b.parameters(), twins.a.parameters());
+    INFO("largest relative parameter difference " << diff);
+    CHECK(diff <= 1e-5);
+  }
+  const masr::train::GraphStats s = graphed.stats();
+  INFO(s.to_string());
+  CHECK(s.captured == 2);
+  CHECK(s.replayed == 3);
+  CHECK(s.eager == 0);
+  CHECK(inside.take_skipped().steps == 1);
+  CHECK(eager.take_skipped().steps == 1);
+  CHECK(inside.lr() == eager.lr());
+  // The checkpoint's step counts come from the device, where the skipped step was taken back:
+  // 4 for every parameter, as op by op (the host counted every capture and no replay).
+  auto step_counts = [&](masr::train::OptimizerStepper& stepper, AsrTask& task) {
+    std::map<std::string, std::string> files;
+    std::map<std::string, double> counters;
+    stepper.save(files, counters);
+    std::vector<at::Tensor> copies;
+    for (const at::Tensor& p : task.parameters()) copies.push_back(p.detach().clone());
+    const auto optimizer = masr::train::make_optimizer(config.optimizer, copies);
+    masr::train::load_optimizer(*optimizer, files.at("optimizer.ckpt"), "test");
+    std::vector<int64_t> counts;
+    for (const auto& [key, state] : optimizer->state()) {
+      if (config.optimizer.type == "AdamW") {
+        counts.push_back(static_cast<torch::optim::AdamWParamState&>(*state).step());
+      } else {
+        counts.push_back(static_cast<torch::optim::AdamParamState&>(*state).step());
+      }
+    }
+    return counts;
+  };
+  const std::vector<int64_t> a = step_counts(eager, twins.a);
+  const std::vector<int64_t> b = step_counts(inside, twins.b);
+  CHECK(a.size() == twins.a.parameters().size());
+  CHECK(b == a);
+  CHECK(std::all_of(b.begin(), b.end(), [](int64_t n) { return n == 4; }));
 }
