@@ -11,6 +11,8 @@
 #   step      bench train-step --profile vs ref_train_step.py: ConMamba-L S2S bf16 16 x 30 s as
 #             A/B pairs (PAIRS, default 2), then ConMamba-S S2S and ConMamba-L CTC once each
 #   stepL     the ConMamba-L S2S pairs alone (stepSC: the other two models, one pair each)
+#   memab     peak memory and speed of the ConMamba-L S2S step: the reference, the graph with the
+#             optimizer inside and outside (MASR_GRAPH_OPTIMIZER=0), PAIRS rounds; op by op once
 #   graphab   the ConMamba-L S2S step op by op (MASR_CUDA_GRAPHS=0) against CUDA-graph replay,
 #             PAIRS pairs, and once each at the scale corpus's mean batch
 #   stepab    the ConMamba-L S2S step of this tree against .base's binary, PAIRS pairs
@@ -34,7 +36,8 @@
 #             NAME = new|base + 1|2|4|NxM (GPUs; NxM = N*M ranks started torchrun-style as N
 #             "nodes" of M, each node on its share of the CPUs and GPUs; eagerN: CUDA graphs
 #             off, firstN: graphs from the first batch, lazyN: no captures of the shapes seen
-#             so far when captures start, oldN: every A/B switch off); base runs the binary
+#             so far when captures start, goutN: the optimizer outside the graph, oldN: every
+#             A/B switch off); base runs the binary
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
 #             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz.
@@ -138,7 +141,7 @@ stage_stepL() {
 }
 
 # The A/B switches of this tree (docs/training.md): every one off.
-OLD_ENV="MASR_GRAD_SLICES=0 MASR_CONV_MODULE_MATMUL=0 MASR_CUDA_GRAPHS=0"
+OLD_ENV="MASR_GRAD_SLICES=0 MASR_CONV_MODULE_MATMUL=0 MASR_CUDA_GRAPHS=0 MASR_GRAPH_OPTIMIZER=0"
 
 # The ConMamba-L S2S step with every A/B switch off and on, in PAIRS alternating pairs (no .base
 # build needed), then with one switch off at a time.
@@ -151,6 +154,21 @@ stage_stepswitch() {
   (export MASR_CONV_MODULE_MATMUL=0; ours_step noconvmm-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
   (export MASR_CUDA_GRAPHS=0; ours_step nograph-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
   grep -A40 'train-step profile' "$OUT/new-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+}
+
+# Peak memory and speed of the ConMamba-L S2S step (16 x 30 s, bf16) against the reference, in
+# PAIRS rounds of: the reference, the graph with the optimizer's update inside (the default for
+# one GPU), the graph with it outside (MASR_GRAPH_OPTIMIZER=0: flat gradient buffers); then op
+# by op (MASR_CUDA_GRAPHS=0) once.
+stage_memab() {
+  local L=.ref/mamba_asr/hparams i
+  for i in $(seq 1 "$PAIRS"); do
+    ref_step "ref-s2s-L-$i" $L/S2S/conmamba_large.yaml 16 30
+    ours_step "whole-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
+    (export MASR_GRAPH_OPTIMIZER=0; ours_step "gout-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30)
+  done
+  (export MASR_CUDA_GRAPHS=0; ours_step eager-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
+  grep -A40 'train-step profile' "$OUT/whole-s2s-L-1.err" | tee -a "$OUT/summary.txt"
 }
 
 # The ConMamba-L S2S step op by op (MASR_CUDA_GRAPHS=0) and replayed as a CUDA graph, in PAIRS
@@ -388,6 +406,9 @@ stage_scale() {
     # the second epoch without capturing the shapes seen so far at its start.
     [[ $run == first* ]] && layout=${run#first} RUN_ENV="MASR_CUDA_GRAPHS=1"
     [[ $run == lazy* ]] && layout=${run#lazy} RUN_ENV="MASR_GRAPH_PRECAPTURE=0"
+    # gout: the optimizer's update outside the graph (flat gradient buffers), one GPU's default
+    # before 2026-11-29.
+    [[ $run == gout* ]] && layout=${run#gout} RUN_ENV="MASR_GRAPH_OPTIMIZER=0"
     RUN_ENV=$RUN_ENV scale_run "$run" "$bin" "$layout"
   done 2>&1
   python3 bench/ddp_profile.py /tmp/scale/*/ > /tmp/scale/summary.txt 2>&1 || true
