@@ -522,8 +522,9 @@ TEST_CASE("a CUDA graph with the optimizer's update inside trains as the steps o
   GraphedSteps graphed(twins.b.parameters(), /*capture=*/true, std::move(update));
   REQUIRE(graphed.steps_optimizer());
   const auto fn = twins.b.loss_of_inputs(options);
-  // Shapes 0, 1, 0 (NaN audio: the step is skipped), 1, 0: two captures, three replays, with
-  // Noam changing the learning rate at every step.
+  // Shapes 0, 1, 0 (NaN audio: the step is skipped), 1, 0, with Noam changing the learning
+  // rate at every step: shape 1's larger inputs grow the shared buffers and drop shape 0's
+  // graph, so shape 0 is captured twice; the last two steps replay.
   int i = 0;
   for (const AsrBatch& batch : update_batches(cuda)) {
     INFO("step " << i++);
@@ -538,8 +539,9 @@ TEST_CASE("a CUDA graph with the optimizer's update inside trains as the steps o
   }
   const masr::train::GraphStats s = graphed.stats();
   INFO(s.to_string());
-  CHECK(s.captured == 2);
-  CHECK(s.replayed == 3);
+  CHECK(s.captured == 3);
+  CHECK(s.dropped == 1);
+  CHECK(s.replayed == 2);
   CHECK(s.eager == 0);
   CHECK(inside.take_skipped().steps == 1);
   CHECK(eager.take_skipped().steps == 1);
