@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -96,6 +97,77 @@ class CtcLossFunction : public torch::autograd::Function<CtcLossFunction> {
   }
 };
 
+// The CTC loss from logits (ctc_loss_from_logits): saves the logits rather than the float32
+// log-probabilities, and recomputes those in the backward. Outputs: the losses (B) and the
+// log-probabilities (non-differentiable).
+class CtcFromLogitsFunction : public torch::autograd::Function<CtcFromLogitsFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& logits,
+                               const at::Tensor& targets, const at::Tensor& input_lengths,
+                               const at::Tensor& target_lengths, int64_t blank,
+                               bool zero_infinity) {
+    const c10::cuda::CUDAGuard guard(logits.device());
+    const at::Tensor lp = at::log_softmax(logits.to(at::kFloat), -1).contiguous();
+    const cuda::CtcParams p =
+        params_of(lp, targets, input_lengths, target_lengths, blank, zero_infinity);
+    const auto f32 = lp.options();
+    const at::Tensor alphas = at::empty({p.batch, p.time, cuda::ctc_states(p)}, f32);
+    const at::Tensor nll = at::empty({p.batch}, f32);
+    at::Tensor loss = at::empty({p.batch}, f32);
+    check_cuda_launch(
+        cuda::ctc_loss_forward(p, alphas.data_ptr<float>(), nll.data_ptr<float>(),
+                               loss.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()),
+        "ctc_loss_from_logits", "forward");
+    ctx->save_for_backward({logits, targets, input_lengths, target_lengths});
+    ctx->saved_data["alphas"] = alphas;
+    ctx->saved_data["nll"] = nll;
+    ctx->saved_data["blank"] = blank;
+    ctx->saved_data["zero_infinity"] = zero_infinity;
+    ctx->mark_non_differentiable({lp});
+    return {loss, lp};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list s = ctx->get_saved_variables();
+    const at::Tensor& logits = s[0];
+    const c10::cuda::CUDAGuard guard(logits.device());
+    at::Tensor grad_logits;
+    {
+      at::Tensor lp = at::log_softmax(logits.to(at::kFloat), -1).contiguous();
+      const cuda::CtcParams p = params_of(lp, s[1], s[2], s[3], ctx->saved_data["blank"].toInt(),
+                                          ctx->saved_data["zero_infinity"].toBool());
+      const at::Tensor alphas = ctx->saved_data["alphas"].toTensor();
+      const at::Tensor nll = ctx->saved_data["nll"].toTensor();
+      const at::Tensor grad_loss = grad_outputs[0].defined()
+                                       ? grad_outputs[0].to(at::kFloat)
+                                       : at::zeros({p.batch}, lp.options());
+      at::Tensor grad = at::empty_like(lp);
+      {
+        const at::Tensor ab = at::empty_like(alphas);
+        const at::Tensor links =
+            at::empty({2, p.batch, cuda::ctc_states(p)}, lp.options().dtype(at::kInt));
+        cuda::CtcGrads g;
+        g.alphas = alphas.data_ptr<float>();
+        g.nll = nll.data_ptr<float>();
+        g.grad_loss = grad_loss.data_ptr<float>();
+        g.grad_loss_stride = grad_loss.stride(0);
+        g.ab = ab.data_ptr<float>();
+        g.links = links.data_ptr<int32_t>();
+        g.grad = grad.data_ptr<float>();
+        check_cuda_launch(cuda::ctc_loss_backward(p, g, at::cuda::getCurrentCUDAStream().stream()),
+                          "ctc_loss_from_logits", "backward");
+      }
+      // The log-softmax's backward, grad - exp(lp) * sum_v(grad), in place in the gradient:
+      // exp(lp) overwrites lp, which is not needed after it.
+      const at::Tensor row_sums = grad.sum(-1, /*keepdim=*/true);
+      grad.sub_(lp.exp_().mul_(row_sums));
+      lp.reset();
+      grad_logits = grad.to(logits.scalar_type());
+    }
+    return {grad_logits, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 // An integer tensor as contiguous int64 on `device`; from the host without stopping it.
 at::Tensor long_on(const at::Tensor& t, const at::Device& device) {
   return runtime::to_device_async(t.to(at::kLong), device).contiguous();
@@ -132,6 +204,36 @@ at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
 #endif
   return at::ctc_loss(log_probs.transpose(0, 1), targets.to(log_probs.device(), at::kLong),
                       input_lengths, target_lengths, blank, at::Reduction::None, zero_infinity);
+}
+
+CtcFromLogits ctc_loss_from_logits(const at::Tensor& logits, const at::Tensor& targets,
+                                   const at::Tensor& input_lengths,
+                                   const at::Tensor& target_lengths, int64_t blank,
+                                   bool zero_infinity) {
+  if (logits.dim() != 3 || !at::isFloatingType(logits.scalar_type())) {
+    throw_input_error("ctc_loss_from_logits: logits must be floating-point (B, T, V)");
+  }
+#ifdef MASR_WITH_CUDA
+  // Off unless MASR_CTC_FROM_LOGITS=1 until a GPU run has checked it against the two ops and
+  // measured the memory it saves.
+  const char* setting = std::getenv("MASR_CTC_FROM_LOGITS");
+  const bool fused = setting != nullptr && std::string(setting) == "1";
+  if (fused && logits.is_cuda() && targets.dim() == 2 && targets.size(0) == logits.size(0) &&
+      targets.size(1) <= cuda::ctc_max_target() && input_lengths.dim() == 1 &&
+      input_lengths.size(0) == logits.size(0) && target_lengths.dim() == 1 &&
+      target_lengths.size(0) == logits.size(0) && blank >= 0 && blank < logits.size(2)) {
+    const at::Device device = logits.device();
+    const variable_list out = CtcFromLogitsFunction::apply(
+        logits.contiguous(), long_on(targets, device), long_on(input_lengths, device),
+        long_on(target_lengths, device), blank, zero_infinity);
+    return {out[0], out[1]};
+  }
+#endif
+  CtcFromLogits r;
+  r.log_probs = at::log_softmax(logits.to(at::kFloat), -1);
+  r.losses = ctc_loss(r.log_probs, targets, input_lengths, target_lengths, blank, zero_infinity);
+  r.log_probs = r.log_probs.detach();
+  return r;
 }
 
 }  // namespace masr::ops

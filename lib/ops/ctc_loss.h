@@ -28,6 +28,24 @@ at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
                     const at::Tensor& input_lengths, const at::Tensor& target_lengths,
                     int64_t blank, bool zero_infinity);
 
+// The CTC loss of a CTC head's logits (B, T, V), of any floating dtype: ctc_loss of
+// log_softmax(logits in float32), as autocast computes the log-softmax of bf16 logits. Where our
+// CUDA kernels run, the backward recomputes the log-softmax from the logits instead of keeping
+// it from the forward: bf16 logits take half the memory of float32 log-probabilities (ConMamba-L,
+// 16 x 30 s, 5,000 tokens: 120 instead of 240 MB held through the step), and the log-softmax's
+// backward runs in place (exp(lp) * the row sums taken from the gradient); only with
+// MASR_CTC_FROM_LOGITS=1 until a GPU run has checked and measured it. Elsewhere the two ops as
+// they are. `losses` as ctc_loss's; `log_probs` the float32 log-probabilities, not
+// differentiable (drop them early to free their memory).
+struct CtcFromLogits {
+  at::Tensor losses;
+  at::Tensor log_probs;
+};
+CtcFromLogits ctc_loss_from_logits(const at::Tensor& logits, const at::Tensor& targets,
+                                   const at::Tensor& input_lengths,
+                                   const at::Tensor& target_lengths, int64_t blank,
+                                   bool zero_infinity);
+
 // The longest padded target (S) the CUDA kernels take; 0 in a build without CUDA.
 int64_t ctc_cuda_max_target();
 

@@ -292,9 +292,12 @@ ModelLoss AsrTask::model_loss(const ModelInputs& in, const LossOptions& options)
     dec_out = transformer_->decode(in.tokens_bos, enc_out, enc_lengths, options.pad_index);
   }
   profile_phase("loss");
-  r.p_ctc = torch::log_softmax(ctc_lin_->forward(enc_out), -1);
-  const at::Tensor loss_ctc = ctc_loss_lengths(r.p_ctc, in.tokens, enc_lengths, target_lengths,
-                                               options.blank_index, options.reduction);
+  // The loss from the logits: on CUDA its backward may recompute the float32 log-probabilities
+  // instead of holding them through the step (ops::ctc_loss_from_logits).
+  CtcLossOfLogits ctc = ctc_loss_of_logits(ctc_lin_->forward(enc_out), in.tokens, enc_lengths,
+                                           target_lengths, options.blank_index, options.reduction);
+  r.p_ctc = std::move(ctc.log_probs);
+  const at::Tensor loss_ctc = ctc.loss;
   if (kind_ == TaskKind::kCtc) {
     r.loss = loss_ctc;
     return r;

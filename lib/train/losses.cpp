@@ -36,6 +36,10 @@ at::Tensor reduce(const at::Tensor& summed_or_elems, int64_t batch, LossReductio
   return summed_or_elems.sum();
 }
 
+// The per-utterance CTC losses reduced as SpeechBrain does.
+at::Tensor reduce_ctc(const at::Tensor& losses, const at::Tensor& targets,
+                      const at::Tensor& target_lengths, LossReduction reduction);
+
 }  // namespace
 
 LossReduction parse_loss_reduction(const std::string& text, const std::string& key) {
@@ -64,6 +68,23 @@ at::Tensor ctc_loss_lengths(const at::Tensor& log_probs, const at::Tensor& targe
   const at::Tensor losses =
       ops::ctc_loss(log_probs.to(torch::kFloat32), targets.to(device, torch::kLong), input_lengths,
                     target_lengths, blank, /*zero_infinity=*/true);
+  return reduce_ctc(losses, targets, target_lengths, reduction);
+}
+
+CtcLossOfLogits ctc_loss_of_logits(const at::Tensor& logits, const at::Tensor& targets,
+                                   const at::Tensor& input_lengths,
+                                   const at::Tensor& target_lengths, int64_t blank,
+                                   LossReduction reduction) {
+  const ops::CtcFromLogits r =
+      ops::ctc_loss_from_logits(logits, targets.to(logits.device(), torch::kLong), input_lengths,
+                                target_lengths, blank, /*zero_infinity=*/true);
+  return {reduce_ctc(r.losses, targets, target_lengths, reduction), r.log_probs};
+}
+
+namespace {
+
+at::Tensor reduce_ctc(const at::Tensor& losses, const at::Tensor& targets,
+                      const at::Tensor& target_lengths, LossReduction reduction) {
   // SB passes reduction "sum" for batchmean and divides by the batch size afterwards; "mean"
   // is torch's: each loss divided by its target length (at least 1), then averaged. The same
   // operations as at::ctc_loss's own reductions, so the CPU results are unchanged.
@@ -78,6 +99,8 @@ at::Tensor ctc_loss_lengths(const at::Tensor& log_probs, const at::Tensor& targe
   }
   return losses.sum();
 }
+
+}  // namespace
 
 at::Tensor kldiv_loss(const at::Tensor& log_probs, const at::Tensor& targets,
                       const at::Tensor& target_rel, double label_smoothing, int64_t pad_index,

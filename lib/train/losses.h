@@ -26,6 +26,17 @@ at::Tensor ctc_loss_lengths(const at::Tensor& log_probs, const at::Tensor& targe
                             const at::Tensor& input_lengths, const at::Tensor& target_lengths,
                             int64_t blank, LossReduction reduction);
 
+// ctc_loss_lengths of log_softmax(logits) (ops::ctc_loss_from_logits: on CUDA the backward may
+// recompute the log-softmax rather than keep it), and the log-probabilities (not differentiable).
+struct CtcLossOfLogits {
+  at::Tensor loss;
+  at::Tensor log_probs;
+};
+CtcLossOfLogits ctc_loss_of_logits(const at::Tensor& logits, const at::Tensor& targets,
+                                   const at::Tensor& input_lengths,
+                                   const at::Tensor& target_lengths, int64_t blank,
+                                   LossReduction reduction);
+
 // SpeechBrain's kldiv_loss: with label_smoothing > 0 the target puts 1-eps on the true token and
 // eps/(V-1) elsewhere, and positions whose target is pad_index are masked; with label_smoothing
 // 0 it is nll_loss masked by the relative lengths `target_rel`. log_probs: (B, U, V).

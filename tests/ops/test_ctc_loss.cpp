@@ -233,3 +233,33 @@ TEST_CASE("train::ctc_loss reductions are at::ctc_loss's, bit for bit, on the CP
     CHECK(torch::equal(a.grad(), b.grad()));
   }
 }
+
+TEST_CASE("train::ctc_loss_of_logits is log_softmax then ctc_loss, bit for bit, on the CPU",
+          "[ops][ctc][train]") {
+  using masr::train::LossReduction;
+  torch::manual_seed(4);
+  const at::Tensor logits = torch::randn({3, 10, 6});
+  const at::Tensor targets = torch::tensor({{1, 2, 2}, {0, 0, 0}, {4, 4, 0}}, torch::kLong);
+  const at::Tensor input_lengths = torch::tensor({10, 8, 2}, torch::kLong);
+  const at::Tensor target_lengths = torch::tensor({3, 0, 2}, torch::kLong);
+  for (const LossReduction reduction :
+       {LossReduction::kSum, LossReduction::kBatchMean, LossReduction::kMean}) {
+    INFO("reduction " << static_cast<int>(reduction));
+    const at::Tensor a = logits.clone().requires_grad_(true);
+    const at::Tensor b = logits.clone().requires_grad_(true);
+    const masr::train::CtcLossOfLogits got = masr::train::ctc_loss_of_logits(
+        a, targets, input_lengths, target_lengths, 0, reduction);
+    const at::Tensor lp = torch::log_softmax(b, -1);
+    const at::Tensor want =
+        masr::train::ctc_loss_lengths(lp, targets, input_lengths, target_lengths, 0, reduction);
+    CHECK(got.loss.item<double>() == want.item<double>());
+    CHECK(torch::equal(got.log_probs, lp.detach()));
+    CHECK_FALSE(got.log_probs.requires_grad());
+    got.loss.backward();
+    want.backward();
+    CHECK(torch::equal(a.grad(), b.grad()));
+  }
+  CHECK_THROWS_WITH(masr::ops::ctc_loss_from_logits(torch::zeros({3, 10}), targets, input_lengths,
+                                                    target_lengths, 0, true),
+                    Catch::Contains("floating-point (B, T, V)"));
+}

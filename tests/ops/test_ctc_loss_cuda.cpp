@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -349,3 +350,53 @@ TEST_CASE("CUDA ctc_loss timing against LibTorch's", "[.cuda-bench]") {
   }
 }
 #endif
+
+TEST_CASE("CUDA ctc_loss_from_logits equals log_softmax then ctc_loss: losses and logit gradients",
+          "[.cuda]") {
+  REQUIRE(cuda_ready());
+  const CtcCase cases[] = {
+      {3, 5, 3, 2, 0, true, 21},
+      {8, 200, 1000, 60, 0, true, 22},
+      {5, 300, 5000, 200, 0, true, 23},
+      {7, 120, 256, 40, 3, false, 24},  // inf losses, NaN gradient rows
+  };
+  ::setenv("MASR_CTC_FROM_LOGITS", "1", 1);
+  for (const CtcCase& c : cases) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      INFO("B=" << c.batch << " T=" << c.time << " V=" << c.vocab << " " << dtype);
+      const CtcInputs in = random_inputs(c);
+      const at::Tensor base = (torch::randn({c.batch, c.time, c.vocab}) * 3).to(dtype);
+      const at::Tensor targets = in.targets.to(at::kCUDA);
+      const at::Tensor weights = in.weights.to(at::kCUDA);
+      // The two ops, as the model ran them before.
+      const at::Tensor a = base.to(at::kCUDA).requires_grad_(true);
+      const at::Tensor lp = at::log_softmax(a.to(at::kFloat), -1);
+      const at::Tensor want = masr::ops::ctc_loss(lp, targets, in.input_lengths,
+                                                  in.target_lengths, c.blank, c.zero_infinity);
+      (want * weights).sum().backward();
+      // From the logits.
+      const at::Tensor b = base.to(at::kCUDA).requires_grad_(true);
+      const masr::ops::CtcFromLogits got = masr::ops::ctc_loss_from_logits(
+          b, targets, in.input_lengths, in.target_lengths, c.blank, c.zero_infinity);
+      CHECK_FALSE(got.log_probs.requires_grad());
+      CHECK(torch::equal(got.log_probs, lp.detach()));
+      REQUIRE(got.losses.requires_grad());
+      (got.losses * weights).sum().backward();
+      // The forward is the same computation: equal bit for bit (inf and NaN included).
+      CHECK(torch::equal(got.losses.detach().isnan(), want.detach().isnan()));
+      CHECK(max_error(got.losses.detach().cpu().to(at::kDouble),
+                      want.detach().cpu().to(at::kDouble)) == 0.0);
+      // The backward's log-softmax part runs in place (other rounding): within 1e-5 of the
+      // largest gradient in float32, within bf16's resolution for bf16 logits.
+      REQUIRE(b.grad().defined());
+      CHECK(b.grad().scalar_type() == dtype);
+      const at::Tensor gw = a.grad().cpu().to(at::kDouble), gg = b.grad().cpu().to(at::kDouble);
+      CHECK(torch::equal(gg.isnan(), gw.isnan()));
+      const double scale = gw.masked_fill(gw.isnan(), 0).abs().max().item<double>();
+      const double err = max_error(gg, gw);
+      INFO("largest gradient " << scale << ", difference " << err);
+      CHECK(err <= (dtype == at::kFloat ? 1e-5 : 1e-2) * std::max(scale, 1e-3));
+    }
+  }
+  ::unsetenv("MASR_CTC_FROM_LOGITS");
+}
