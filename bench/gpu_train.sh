@@ -11,6 +11,8 @@
 #   step      bench train-step --profile vs ref_train_step.py: ConMamba-L S2S bf16 16 x 30 s as
 #             A/B pairs (PAIRS, default 2), then ConMamba-S S2S and ConMamba-L CTC once each
 #   stepL     the ConMamba-L S2S pairs alone (stepSC: the other two models, one pair each)
+#   shapesum  the synthetic step at each batch shape of a scale run's last epoch (SHAPES_RUN,
+#             default new1: bench train-step --shapes-from), summed, against that epoch's time
 #   memab     peak memory and speed of the ConMamba-L S2S step: the reference, the graph with the
 #             optimizer inside and outside (MASR_GRAPH_OPTIMIZER=0), PAIRS rounds; op by op once
 #   graphab   the ConMamba-L S2S step op by op (MASR_CUDA_GRAPHS=0) against CUDA-graph replay,
@@ -169,6 +171,20 @@ stage_memab() {
   done
   (export MASR_CUDA_GRAPHS=0; ours_step eager-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
   grep -A40 'train-step profile' "$OUT/whole-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+}
+
+# The real epoch against the synthetic step at its own batch shapes: bench train-step
+# --shapes-from a scale run's batch_shapes.tsv (its last epoch's shapes on rank 0; SHAPES_RUN,
+# default new1) with that run's resolved hparams; the sum of batches x median step, set against the
+# epoch's step time in the run's last epoch line.
+stage_shapesum() {
+  local run=${SHAPES_RUN:-new1}
+  CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-step --hparams "/tmp/scale/$run/hyperparams.yaml" \
+    --precision bf16 --shapes-from "/tmp/scale/$run/batch_shapes.tsv" --warmup 2 --repeat 3 --json \
+    > "$OUT/shapesum-$run.json" 2> "$OUT/shapesum-$run.err"
+  summary "shapesum $run rc=$?: $(grep -c '"same_shape":1' "$OUT/shapesum-$run.json") shapes matched, $(grep -c '"same_shape":0' "$OUT/shapesum-$run.json") not"
+  grep '"train-step/shapes-from"' "$OUT/shapesum-$run.json" | tee -a "$OUT/summary.txt"
+  grep '^epoch [0-9]*:' "/tmp/scale/$run.log" | tail -1 | tee -a "$OUT/summary.txt"
 }
 
 # The ConMamba-L S2S step op by op (MASR_CUDA_GRAPHS=0) and replayed as a CUDA graph, in PAIRS

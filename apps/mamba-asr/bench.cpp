@@ -213,6 +213,11 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
                   "Length of the synthetic utterances of train-step, decode-rtf and --tune")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--shapes-from", options->settings.shapes_from,
+                  "train-step: time the step at each batch shape of a training run (its output "
+                  "folder's batch_shapes.tsv, CUDA) and sum batches x median step, to set a real "
+                  "epoch's step time against")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--tokens-per-second", options->settings.tokens_per_second,
                   "Transcript tokens per audio second of train-step's synthetic batches (default: "
                   "12 for character vocabularies, 3 for subword ones, about LibriSpeech's)")

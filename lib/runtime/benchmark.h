@@ -39,6 +39,9 @@ struct BenchSettings {
   // ragged relative lengths (StepSpec::ragged).
   int64_t shapes = 1;
   std::string ragged;
+  // train-step: the batch shapes of a training run (its batch_shapes.tsv), each timed, and the
+  // sum over them of batches x median step.
+  std::string shapes_from;
   // loader: worker counts to sweep (empty: 0, 1, 2 on the built-in corpus; 1, 2, 4, ... up to
   // the cores with --input).
   std::vector<int64_t> workers;

@@ -59,9 +59,11 @@ train::AsrBatch full_length_batch(const at::Tensor& wav, const at::Tensor& token
 
 train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t batch, double seconds, int64_t vocab,
                                 int64_t bos, int64_t eos, int sample_rate) {
-  const int64_t samples = static_cast<int64_t>(seconds * sample_rate);
+  const int64_t samples =
+      spec.samples > 0 ? spec.samples : static_cast<int64_t>(seconds * sample_rate);
   const double per_s = spec.tokens_per_second > 0 ? spec.tokens_per_second : vocab <= 100 ? 12 : 3;
-  const int64_t u = std::max<int64_t>(1, static_cast<int64_t>(seconds * per_s));
+  const int64_t u = spec.tokens > 0 ? spec.tokens
+                                    : std::max<int64_t>(1, static_cast<int64_t>(seconds * per_s));
   train::AsrBatch b = full_length_batch(
       torch::randn({batch, samples}) * 0.1,
       torch::randint(3, std::max<int64_t>(4, vocab), {batch, u}, torch::kLong), bos, eos,
@@ -122,6 +124,10 @@ TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const runtime::Device
 }
 
 TrainStepBench::~TrainStepBench() = default;
+
+std::vector<std::string> TrainStepBench::graph_keys() const {
+  return state_->graphs ? state_->graphs->shape_keys() : std::vector<std::string>{};
+}
 
 runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
                                          const runtime::BenchSettings& settings) {
@@ -330,9 +336,83 @@ std::vector<runtime::BenchResult> sweep_batches(Bench& bench,
   return results;
 }
 
+// --shapes-from FILE: the step at each batch shape of a training run (its batch_shapes.tsv:
+// "batches<TAB>shape key" lines, the key as GraphedSteps writes it: the model inputs' dtypes and
+// sizes, features first, the CTC targets third), then a summary: the sum over the shapes of
+// batches x median step, which a real epoch's step time (its epoch line) is set against.
+std::vector<runtime::BenchResult> run_train_step_shapes(TrainStepBench& bench,
+                                                        const runtime::BenchSettings& settings,
+                                                        int hop_samples) {
+  std::ifstream in(settings.shapes_from);
+  if (!in) throw_input_error("bench train-step: cannot read --shapes-from " + settings.shapes_from);
+  struct Row {
+    int64_t batches, batch, frames, tokens;
+    std::string key;
+  };
+  std::vector<Row> rows;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    double divisor = 0;
+    std::vector<train::InputSpec> specs;
+    char* end = nullptr;
+    const long long n = tab == std::string::npos ? 0 : std::strtoll(line.c_str(), &end, 10);
+    if (n <= 0 || end != line.c_str() + tab ||
+        !train::GraphedSteps::parse_shape_key(line.substr(tab + 1), &divisor, &specs) ||
+        specs.size() < 3 || specs[0].sizes.size() != 3 || specs[2].sizes.size() != 2) {
+      throw_input_error(settings.shapes_from + ":" + std::to_string(number) +
+                        ": expected \"batches<TAB>shape key\" as train's batch_shapes.tsv has");
+    }
+    rows.push_back({n, specs[0].sizes[0], specs[0].sizes[1], specs[2].sizes[1], line.substr(tab + 1)});
+  }
+  if (rows.empty()) throw_input_error("bench train-step: no shapes in " + settings.shapes_from);
+  std::vector<runtime::BenchResult> results;
+  double total = 0.0;
+  int64_t batches = 0;
+  for (const Row& row : rows) {
+    StepSpec spec = spec_of(settings, row.batch, settings.precision);
+    // The feature frames of `samples` are 1 + samples / hop (centred frames): the row's frames.
+    spec.samples = (row.frames - 1) * hop_samples;
+    spec.seconds = static_cast<double>(spec.samples) / (100.0 * hop_samples);  // for the note
+    spec.tokens = row.tokens;
+    spec.shapes = 1;
+    runtime::BenchResult r = bench.run(spec, settings);
+    r.name += "/t" + std::to_string(row.frames) + "/u" + std::to_string(row.tokens);
+    // With graphs, the synthetic batch must have made the very key of the real one.
+    const std::vector<std::string> keys = bench.graph_keys();
+    if (!keys.empty()) {
+      const bool same = keys.size() == 1 && keys.front() == row.key;
+      r.metrics.emplace_back("same_shape", same ? 1.0 : 0.0);
+      if (!same) {
+        std::cerr << "bench train-step: the synthetic batch's shape " << keys.front()
+                  << " is not the real one's " << row.key << "\n";
+      }
+    }
+    r.metrics.emplace_back("batches", static_cast<double>(row.batches));
+    total += static_cast<double>(row.batches) * r.median();
+    batches += row.batches;
+    results.push_back(std::move(r));
+  }
+  runtime::BenchResult sum;
+  sum.name = "train-step/shapes-from";
+  sum.seconds = {total};
+  sum.note = string_printf("%lld batches of %zu shapes from %s: the sum of batches x median step",
+                           static_cast<long long>(batches), rows.size(),
+                           settings.shapes_from.c_str());
+  sum.metrics.emplace_back("batches", static_cast<double>(batches));
+  sum.metrics.emplace_back("shapes", static_cast<double>(rows.size()));
+  results.push_back(std::move(sum));
+  return results;
+}
+
 std::vector<runtime::BenchResult> run_train_step(const runtime::BenchSettings& settings) {
   const hparams::Hparams hp = load_for_bench(settings);
   TrainStepBench bench(hp, settings.device);
+  if (!settings.shapes_from.empty()) {
+    const train::TrainConfig config = train::train_config_from(hp);
+    return run_train_step_shapes(bench, settings, config.sample_rate / 100);
+  }
   return sweep_batches(bench, settings, {1, 4}, settings.precision);
 }
 

@@ -33,6 +33,10 @@ struct StepSpec {
   // Random relative lengths 0.85-1 (the longest 1), so that padding masks are in play as in real
   // batches: "audio", "tokens", "both"; empty: every relative length 1.
   std::string ragged;
+  // > 0: exactly this many samples per utterance (instead of `seconds`) and tokens per
+  // transcript (instead of tokens_per_second): a real batch's padded shape (--shapes-from).
+  int64_t samples = 0;
+  int64_t tokens = 0;
 };
 
 // A model with its optimizer, ready to be stepped on synthetic batches.
@@ -44,6 +48,8 @@ class TrainStepBench {
   // Times forward + backward + optimizer step; work is audio seconds; metrics carry the peak
   // memory ("peak_bytes"). Throws what LibTorch throws (out of memory included).
   runtime::BenchResult run(const StepSpec& spec, const runtime::BenchSettings& settings);
+  // The CUDA graphs' shape keys of the last run() (empty without graphs).
+  std::vector<std::string> graph_keys() const;
 
  private:
   struct State;

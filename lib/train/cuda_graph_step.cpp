@@ -58,18 +58,6 @@ size_t max_graphs_from_env() {
   return static_cast<size_t>(n);
 }
 
-#ifdef MASR_GRAPH_CAPTURE
-// The shapes and dtypes of the inputs, and the divisor: what a graph is specific to.
-std::string key_of(const std::vector<at::Tensor>& inputs, double divisor) {
-  std::string key = string_printf("/%a", divisor);
-  for (const at::Tensor& t : inputs) {
-    key += '|';
-    key += c10::toString(t.scalar_type());
-    for (const int64_t s : t.sizes()) key += ',' + std::to_string(s);
-  }
-  return key;
-}
-
 // key_of's divisor and shapes back (false if `key` is not one).
 bool parse_key(const std::string& key, double* divisor, std::vector<InputSpec>* specs) {
   static const at::ScalarType kTypes[] = {at::kFloat, at::kDouble, at::kHalf,  at::kBFloat16,
@@ -111,6 +99,18 @@ bool parse_key(const std::string& key, double* divisor, std::vector<InputSpec>* 
     specs->push_back(std::move(spec));
   }
   return true;
+}
+
+#ifdef MASR_GRAPH_CAPTURE
+// The shapes and dtypes of the inputs, and the divisor: what a graph is specific to.
+std::string key_of(const std::vector<at::Tensor>& inputs, double divisor) {
+  std::string key = string_printf("/%a", divisor);
+  for (const at::Tensor& t : inputs) {
+    key += '|';
+    key += c10::toString(t.scalar_type());
+    for (const int64_t s : t.sizes()) key += ',' + std::to_string(s);
+  }
+  return key;
 }
 
 // The autocast cache would keep bf16 copies of the weights made during a capture, in the
@@ -492,6 +492,19 @@ void GraphedSteps::add_shape_keys(const std::vector<std::string>& keys) {
 }
 
 bool GraphedSteps::split_requested() { return graphs_setting() == "split"; }
+
+bool GraphedSteps::parse_shape_key(const std::string& key, double* divisor,
+                                   std::vector<InputSpec>* specs) {
+  return parse_key(key, divisor, specs);
+}
+
+std::vector<std::pair<std::string, int64_t>> GraphedSteps::shape_counts() const {
+  std::vector<std::pair<std::string, int64_t>> counts;
+#ifdef MASR_GRAPH_CAPTURE
+  for (const auto& [key, e] : impl_->entries) counts.emplace_back(key, e.seen);
+#endif
+  return counts;
+}
 
 GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture, UpdateFn update)
     : impl_(std::make_unique<Impl>()) {

@@ -45,6 +45,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace masr::train {
@@ -114,6 +115,11 @@ class GraphedSteps {
   // captured, while the other ranks wait).
   std::vector<std::string> shape_keys() const;
   void add_shape_keys(const std::vector<std::string>& keys);
+  // Every shape key seen, with the batches of it so far (CUDA builds; empty elsewhere).
+  std::vector<std::pair<std::string, int64_t>> shape_counts() const;
+  // A shape key's divisor and input shapes back (false if `key` is not one).
+  static bool parse_shape_key(const std::string& key, double* divisor,
+                              std::vector<InputSpec>* specs);
   // Whether set_capturing(true) captures the shapes seen so far (MASR_GRAPH_PRECAPTURE=0: no,
   // each is captured when it next comes; an A/B switch).
   static bool captures_seen_shapes();

@@ -2,6 +2,7 @@
 // The epoch loop (Brain.fit with fit_batch and on_stage_end), one for every TrainTask.
 #include "train/train_loop.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -190,7 +191,10 @@ void TrainLoop::end_epoch() {
   std::map<std::string, double> metrics = task_->validate(epoch);
   const LossTotals::Average local = losses_.read().epoch;  // the epoch end's read-back
   if (main()) warn_skipped();
-  if (graphs_ && main()) MASR_LOG_INFO("train: %s", graphs_->stats().to_string().c_str());
+  if (graphs_ && main()) {
+    MASR_LOG_INFO("train: %s", graphs_->stats().to_string().c_str());
+    write_batch_shapes(epoch);
+  }
   const double loss_sum = parallel_->sum(local.sum);
   const double loss_count = parallel_->sum(static_cast<double>(local.count));
   EpochRecord record{epoch, pos_.step, stepper_->lr(), loss_count > 0 ? loss_sum / loss_count : 0.0,
@@ -219,6 +223,27 @@ void TrainLoop::end_epoch() {
     line += string_printf("; peak GPU memory %.0f MiB", record.peak_gpu_mib);
   }
   progress_->message(line);
+}
+
+// batch_shapes.tsv: this epoch's batches of each shape on rank 0 (the CUDA graphs' shape keys),
+// most frequent first; `bench train-step --shapes-from` times the synthetic step at each of them,
+// so that a real epoch can be set against the same steps without the loop around them.
+void TrainLoop::write_batch_shapes(int64_t epoch) {
+  const auto counts = graphs_->shape_counts();
+  if (counts.empty()) return;
+  std::vector<std::pair<int64_t, std::string>> rows;
+  for (const auto& [key, seen] : counts) {
+    const auto before = shapes_seen_.find(key);
+    const int64_t n = seen - (before == shapes_seen_.end() ? 0 : before->second);
+    if (n > 0) rows.emplace_back(n, key);
+    shapes_seen_[key] = seen;
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string text = "# epoch " + std::to_string(epoch) +
+                     ", rank 0: batches<TAB>shape key (bench train-step --shapes-from)\n";
+  for (const auto& [n, key] : rows) text += std::to_string(n) + "\t" + key + "\n";
+  write_file_atomically((fs::path(config_.output_folder) / "batch_shapes.tsv").string(), text);
 }
 
 bool TrainLoop::train_epoch(int64_t epoch) {

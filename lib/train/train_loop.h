@@ -119,6 +119,7 @@ class TrainLoop {
   void log_window(double lr_used);  // the log.jsonl step record: reads the loss sums back
   void warn_skipped();              // rank 0: the steps skipped since the last log, if any
   void save_checkpoint(bool end_of_epoch, const std::map<std::string, double>& metrics);
+  void write_batch_shapes(int64_t epoch);
   void restore(const CheckpointInfo& checkpoint);
   RetentionPolicy retention() const;
   void write_curves() const;
@@ -143,6 +144,7 @@ class TrainLoop {
   int64_t first_epoch_of_run_ = -1;  // the epoch this process started training in
   bool graphs_announced_ = false;    // the "CUDA graphs on" line was logged
   bool graph_shapes_shared_ = false;  // every rank has the shapes that the others saw
+  std::map<std::string, int64_t> shapes_seen_;  // batches per shape key at the last epoch's end
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainLogger> logger_;
   std::unique_ptr<Progress> progress_;

@@ -2,6 +2,8 @@
 // Runs the mamba-asr binary as a user would and checks exit codes and messages.
 #include "run_cli.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -209,4 +211,35 @@ TEST_CASE("train names the keys nothing reads, and --strict refuses them", "[cli
           "/hparams/S2S/conmamba_large.yaml --dry-run --data_folder " + dir);
   CHECK_THAT(r.output, Catch::Contains("for data preparation, the test stage, beam search") &&
                            Catch::Contains("test_csv"));
+}
+
+TEST_CASE("bench train-step --shapes-from times each batch shape of a run and sums them", "[cli]") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("masr-shapes-from-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string tiny = std::string(MASR_SOURCE_DIR) + "/hparams/CTC/conmamba_tiny.yaml";
+  const std::string good = (dir / "batch_shapes.tsv").string();
+  // Two shape keys as train writes them (CTC inputs: features, lengths, targets): 3 batches of
+  // 2 x 101 frames with 4 targets, 1 batch of 1 x 51 frames with 3.
+  std::ofstream(good) << "# epoch 1, rank 0\n"
+                      << "3\t/0x1p+0|Float,2,101,80|Long,2,2|Long,2,4\n"
+                      << "1\t/0x1p+0|Float,1,51,80|Long,2,1|Long,1,3\n";
+  const Result r =
+      run("bench train-step --hparams " + tiny + " --shapes-from " + good + " --warmup 0 --repeat 2 --json");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  // 101 frames are 1 s of audio (10 ms hop), 51 frames 0.5 s: the work of each step.
+  CHECK_THAT(r.output, Catch::Contains("\"name\":\"train-step/fp32/b2/t101/u4\""));
+  CHECK_THAT(r.output, Catch::Contains("\"work\":2.0"));
+  CHECK_THAT(r.output, Catch::Contains("\"name\":\"train-step/fp32/b1/t51/u3\""));
+  CHECK_THAT(r.output, Catch::Contains("\"work\":0.5"));
+  CHECK_THAT(r.output, Catch::Contains("\"name\":\"train-step/shapes-from\""));
+  CHECK_THAT(r.output, Catch::Contains("4 batches of 2 shapes"));
+  const std::string bad = (dir / "bad.tsv").string();
+  std::ofstream(bad) << "3\tnot a key\n";
+  const Result b =
+      run("bench train-step --hparams " + tiny + " --shapes-from " + bad + " --warmup 0 --repeat 1");
+  CHECK(b.code != 0);
+  CHECK_THAT(b.output, Catch::Contains("bad.tsv:1: expected \"batches<TAB>shape key\""));
+  std::filesystem::remove_all(dir);
 }
