@@ -194,9 +194,9 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
         at::Tensor loss;
         if (s.graphs) {
           runtime::AutocastGuard autocast(s.device, precision);
-          const std::vector<at::Tensor> inputs =
-              s.task->prepare(batch, true, 1, &generator).inputs.list();
-          s.stepper->backward_graphed(*s.graphs, inputs, s.task->loss_of_inputs(s.loss), &loss);
+          s.stepper->backward_graphed(*s.graphs,
+                                      s.task->prepare(batch, true, 1, &generator).inputs.list(),
+                                      s.task->loss_of_inputs(s.loss), &loss);
         } else {
           {
             runtime::AutocastGuard autocast(s.device, precision);

@@ -398,7 +398,9 @@ struct GraphedSteps::Impl {
         error.what());
   }
 
-  at::Tensor graphed(const std::vector<at::Tensor>& inputs, const LossFn& fn, double divisor) {
+  // `inputs` by value: once copied into the shared buffers they are dropped, so that the capture
+  // or replay does not hold them too.
+  at::Tensor graphed(std::vector<at::Tensor> inputs, const LossFn& fn, double divisor) {
     if (capture_seen && capturing) {
       capture_seen = false;
       capture_seen_shapes(fn);
@@ -422,6 +424,7 @@ struct GraphedSteps::Impl {
     // The inputs into the shared buffers (which may drop every graph, e's included).
     const std::vector<at::Tensor> static_inputs = views_for(inputs);
     for (size_t i = 0; i < inputs.size(); ++i) static_inputs[i].copy_(inputs[i]);
+    inputs.clear();
     if (!e.graph) {
       profile_phase(
           "capture");  // the step profile tells capturing, replaying and eager steps apart
@@ -431,7 +434,7 @@ struct GraphedSteps::Impl {
       } catch (const std::exception& error) {
         give_up(error);
         ++stats.eager;
-        return run(inputs, fn, divisor, /*add=*/true);
+        return run(static_inputs, fn, divisor, /*add=*/true);  // the batch's values, copied
       }
       ++stats.captured;
       ++stats.graphs;
@@ -544,7 +547,7 @@ GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture, Upd
 
 GraphedSteps::~GraphedSteps() = default;
 
-at::Tensor GraphedSteps::forward_backward(const std::vector<at::Tensor>& inputs,
+at::Tensor GraphedSteps::forward_backward(std::vector<at::Tensor> inputs,
                                           const LossFn& loss_fn, double divisor, bool first) {
   Impl& m = *impl_;
   if (inputs.empty()) throw Error(ErrorKind::kInternal, "GraphedSteps: no inputs");
@@ -559,7 +562,7 @@ at::Tensor GraphedSteps::forward_backward(const std::vector<at::Tensor>& inputs,
     }
   }
 #ifdef MASR_GRAPH_CAPTURE
-  if (m.capture && !m.broken) return m.graphed(inputs, loss_fn, divisor);
+  if (m.capture && !m.broken) return m.graphed(std::move(inputs), loss_fn, divisor);
 #endif
   ++m.stats.eager;
   return m.run(inputs, loss_fn, divisor, /*add=*/true);

@@ -99,7 +99,9 @@ class GraphedSteps {
   // and the parameters are left without gradients (`first` must be true, `divisor` 1).
   // Returns the loss, detached.
   // loss_fn must be a function of the inputs' values and shapes alone (see above).
-  at::Tensor forward_backward(const std::vector<at::Tensor>& inputs, const LossFn& loss_fn,
+  // `inputs` are taken (by value: move them in, and a capture or replay does not hold them
+  // beside its own copy).
+  at::Tensor forward_backward(std::vector<at::Tensor> inputs, const LossFn& loss_fn,
                               double scale, bool first);
 
   // While off (a run's first epoch, by default), shapes are only counted and every batch runs

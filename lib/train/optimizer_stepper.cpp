@@ -59,7 +59,7 @@ GraphedSteps::UpdateFn OptimizerStepper::graph_update(bool capture) {
   };
 }
 
-bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, const std::vector<at::Tensor>& inputs,
+bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, std::vector<at::Tensor> inputs,
                                         const GraphedSteps::LossFn& loss_fn, at::Tensor* loss) {
   if (!graphable()) {
     throw Error(ErrorKind::kInternal,
@@ -82,12 +82,12 @@ bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, const std::vector<
     in_graph_ = true;
     if (lr_on_device_.defined()) lr_on_device_.fill_(lr());
     accumulated_ = 1;
-    *loss = graphs.forward_backward(inputs, loss_fn, 1.0, /*first=*/true);
+    *loss = graphs.forward_backward(std::move(inputs), loss_fn, 1.0, /*first=*/true);
     after_step();
     return true;
   }
   graphs_ = &graphs;
-  *loss = graphs.forward_backward(inputs, loss_fn,
+  *loss = graphs.forward_backward(std::move(inputs), loss_fn,
                                   static_cast<double>(config_.grad_accumulation_factor),
                                   accumulated_ == 0);
   if (++accumulated_ < config_.grad_accumulation_factor) return false;

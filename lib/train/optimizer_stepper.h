@@ -57,7 +57,7 @@ class OptimizerStepper {
   // a CUDA graph's replay where it has one); the loss comes back in `loss`. Not with the fp16
   // scaler or activation checkpointing (graphable()). Every backward of a run goes one way or
   // the other.
-  bool backward_graphed(GraphedSteps& graphs, const std::vector<at::Tensor>& inputs,
+  bool backward_graphed(GraphedSteps& graphs, std::vector<at::Tensor> inputs,
                         const GraphedSteps::LossFn& loss_fn, at::Tensor* loss);
   // No fp16 loss scaler (its scale lives on the host) and no activation checkpointing (its
   // recomputation saves and restores generator states on the host).
