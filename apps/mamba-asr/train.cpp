@@ -40,6 +40,7 @@ struct TrainOptions {
   bool activation_checkpointing = false;
   bool speechbrain_batch_order = false;
   bool strict = false;
+  std::string init_model;
 };
 
 // SIGINT/SIGTERM ask the trainer to write a checkpoint and stop at the next optimizer step; a
@@ -262,6 +263,7 @@ int run_train(const TrainOptions& options, const GlobalOptions& global,
   run.started = started;
   run.activation_checkpointing = options.activation_checkpointing;
   run.speechbrain_batch_order = options.speechbrain_batch_order;
+  run.init_model = options.init_model;
   if (env && env->world_size > 1) {
     if (env->rank != 0) set_log_level(LogLevel::kWarn);  // rank 0 speaks for all
     run.device = rank_device(global.device, env->local_rank);
@@ -356,6 +358,12 @@ Runner add_train_command(CLI::App& app, GlobalOptions& global) {
                 "Keep only each encoder layer's input for the backward and run the layer again "
                 "there: less GPU memory for about one more encoder forward per step (hparams "
                 "activation_checkpointing; docs/training.md)");
+  cmd->add_option("--init-model", options->init_model,
+                  "Start from this model file's weights and tokenizer (a model.masr, float32 or "
+                  "float16) when the save folder has no checkpoint: a warm start with a fresh "
+                  "optimizer and learning-rate schedule; the architecture must be the hparams' "
+                  "(a checkpoint, once written, wins)")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--speechbrain-batch-order", options->speechbrain_batch_order,
                 "Hand out the batch plan as SpeechBrain does: the batches of one step (over "
                 "--nproc ranks and grad_accumulation_factor) as they come. Default: batches of "

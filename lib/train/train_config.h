@@ -25,6 +25,9 @@ struct BatchingConfig {
 
 struct TrainConfig {
   std::string output_folder, save_folder, train_log;
+  // `train --init-model FILE` (TrainRunOptions::init_model): the tokenizer comes from that
+  // file when the save folder has none.
+  std::string init_model;
   std::string train_csv, valid_csv;
   // `$data_root` in CSV fields becomes data_folder, as SpeechBrain's train.py passes
   // replacements={"data_root": data_folder} to its dataset loaders.

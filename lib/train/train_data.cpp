@@ -8,10 +8,12 @@
 #include <torch/torch.h>
 
 #include "audio/audio_reader.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "data/batch.h"
 #include "features/registration.h"
+#include "models/lm_model.h"
 
 namespace masr::train {
 
@@ -71,6 +73,15 @@ std::shared_ptr<text::Tokenizer> load_or_train_tokenizer(
                               (std::to_string(config.output_neurons) + "_" + config.token_type))
                                  .string();
   std::shared_ptr<text::Tokenizer> tokenizer;
+  if (!std::filesystem::exists(prefix + ".model") && !config.init_model.empty()) {
+    // A warm start keeps the tokens its weights were trained with: the model file's tokenizer,
+    // written where a resumed run finds it.
+    const auto from = models::read_tokenizer_file(config.init_model);
+    std::filesystem::create_directories(config.save_folder);
+    write_file_atomically(prefix + ".model", from->model_bytes());
+    MASR_LOG_INFO("train: the tokenizer of %s (--init-model) as %s.model",
+                  config.init_model.c_str(), prefix.c_str());
+  }
   if (std::filesystem::exists(prefix + ".model")) {
     tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::from_file(prefix + ".model"));
   } else {

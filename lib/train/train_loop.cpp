@@ -106,6 +106,7 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
   if (options_.ckpt_interval_steps >= 0) config_.ckpt_interval_steps = options_.ckpt_interval_steps;
   if (options_.activation_checkpointing) config_.activation_checkpointing = true;
   if (options_.speechbrain_batch_order) config_.bucket_aligned_steps = false;
+  config_.init_model = options_.init_model;
   if (options_.ckpt_interval_minutes >= 0) {
     config_.ckpt_interval_minutes = options_.ckpt_interval_minutes;
   }
@@ -152,7 +153,13 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
 TrainLoop::~TrainLoop() = default;
 
 TrainOutcome TrainLoop::fit() {
-  if (auto latest = checkpointer_->latest()) restore(*latest);
+  if (auto latest = checkpointer_->latest()) {
+    restore(*latest);
+  } else if (!options_.init_model.empty()) {
+    task_->load_model(options_.init_model);
+    MASR_LOG_INFO("train: the weights from %s (--init-model); a fresh optimizer and schedule",
+                  options_.init_model.c_str());
+  }
   if (parallel_->world_size() > 1) broadcast_parameters();
   logger_ = std::make_unique<TrainLogger>(config_.output_folder, config_.train_log, pos_.epoch - 1);
   MASR_LOG_INFO("train: %s; %s", task_->describe().c_str(), config_.to_string().c_str());
@@ -438,7 +445,7 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
     {
       runtime::AutocastGuard autocast(device_, config_.precision);
       split = batches.split_loss(global_index, stepper_->steps(), &inputs, &loss_fn);
-      if (split) stepped = stepper_->backward_graphed(*graphs_, inputs, loss_fn, &loss);
+      if (split) stepped = stepper_->backward_graphed(*graphs_, std::move(inputs), loss_fn, &loss);
     }
     if (!split) {
       graphs_.reset();  // the task has no split: op by op from here on (nothing was run)

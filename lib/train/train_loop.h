@@ -43,6 +43,10 @@ struct TrainRunOptions {
   // true: the batches of a step as SpeechBrain's order has them, whatever the hparams say
   // (--speechbrain-batch-order; TrainConfig::bucket_aligned_steps).
   bool speechbrain_batch_order = false;
+  // Non-empty: a model file (model.masr, float32 or float16) whose weights and tokenizer a run
+  // without a checkpoint starts from (--init-model): a warm start, with a fresh optimizer and
+  // learning-rate schedule. A checkpoint in the save folder wins (the run resumes from it).
+  std::string init_model;
   // > 0: time the phases of N batches (train/step_profile.h), print the table and write
   // <output_folder>/profile.json (profile-rank<R>.json on other ranks), then train on.
   int64_t profile_steps = 0;

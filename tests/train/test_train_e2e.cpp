@@ -262,3 +262,46 @@ TEST_CASE("train: the split step of CUDA-graph training trains as the plain step
         std::string::npos);
   CHECK(read_file(dir.file("plain.log")).find("CUDA graphs:") == std::string::npos);
 }
+
+TEST_CASE("train --init-model starts a run from a model file's weights and tokenizer", "[train]") {
+  require_binary();
+  testing::TempDir dir("train_init");
+  testing::write_synth_corpus(dir.file("corpus"));
+  const std::string first = dir.file("first"), second = dir.file("second");
+  const std::string exe = testing::mamba_asr_exe() + " train ";
+  REQUIRE(testing::run_command(exe + testing::tiny_ctc_args(dir.file("corpus"), first, 6) +
+                               " --threads 1 -q 2> " + dir.file("first.txt")) == 0);
+  // The second run starts from the first one's model (its float16 copy), one epoch.
+  REQUIRE(testing::run_command(testing::mamba_asr_exe() + " convert " + first +
+                               "/model.masr " + dir.file("half.masr") +
+                               " --weights fp16 > /dev/null 2>&1") == 0);
+  const std::string args = testing::tiny_ctc_args(dir.file("corpus"), second, 1) +
+                           " --init-model " + dir.file("half.masr") + " --threads 1";
+  REQUIRE(testing::run_command(exe + args + " 2> " + dir.file("second.txt")) == 0);
+  const std::string log = read_file(dir.file("second.txt"));
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains("(--init-model); a fresh optimizer and schedule"));
+  CHECK_THAT(log, Catch::Contains("the tokenizer of " + dir.file("half.masr")));
+  // The tokens are the first run's (its tokenizer, not one trained again).
+  CHECK(read_file(second + "/save/31_char.model") == read_file(first + "/save/31_char.model"));
+  // A warm start: its first epoch's loss is near where the first run ended, far below where the
+  // first run began (measured: 40.8 at the first run's first epoch).
+  const auto one = read_epoch_history(first + "/log.jsonl");
+  const auto two = read_epoch_history(second + "/log.jsonl");
+  REQUIRE(one.size() == 6);
+  REQUIRE(two.size() == 1);
+  INFO("first run: epoch 1 " << one.front().train_loss << ", epoch 6 " << one.back().train_loss
+                             << "; warm start: epoch 1 " << two.front().train_loss);
+  CHECK(two.front().train_loss < one.front().train_loss - 0.5 * (one.front().train_loss -
+                                                                 one.back().train_loss));
+  // A checkpoint wins over --init-model: run again, it resumes (nothing left to train).
+  REQUIRE(testing::run_command(exe + args + " 2> " + dir.file("third.txt")) == 0);
+  CHECK_THAT(read_file(dir.file("third.txt")), !Catch::Contains("(--init-model)"));
+  // A model of another architecture (here a wider one) is an error naming the file.
+  const int status = testing::run_command(
+      exe + testing::tiny_ctc_args(dir.file("corpus"), dir.file("wrong"), 1) +
+      " --d_model 96 --init-model " + first + "/model.masr --threads 1 -q 2> " +
+      dir.file("wrong.txt"));
+  CHECK(status != 0);
+  CHECK_THAT(read_file(dir.file("wrong.txt")), Catch::Contains(first + "/model.masr"));
+}
