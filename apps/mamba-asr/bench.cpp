@@ -229,10 +229,11 @@ Runner add_bench_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option(
       "-m,--model", options->settings.model,
       "decode-files, long-audio: a trained model (file or folder); stream: a causal one");
-  cmd->add_option("--input", options->settings.inputs,
-                  "decode-files: audio inputs as decode takes them (files, folders, @list, CSV); "
-                  "long-audio, stream: audio files (default: the bundled examples); "
-                  "loader: a SpeechBrain CSV of training audio ($data_root: the CSV's folder); repeatable");
+  cmd->add_option(
+      "--input", options->settings.inputs,
+      "decode-files: audio inputs as decode takes them (files, folders, @list, CSV); "
+      "long-audio, stream: audio files (default: the bundled examples); "
+      "loader: a SpeechBrain CSV of training audio ($data_root: the CSV's folder); repeatable");
   cmd->add_option("--batch-seconds", options->settings.batch_seconds,
                   "decode-files: padded audio seconds per batch (0: --batch alone), as decode's; "
                   "loader with --input: max_batch_length (0: 500 s, ConMamba-L's)")

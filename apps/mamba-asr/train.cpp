@@ -3,20 +3,20 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <cstdlib>
-#include <thread>
 #include <iterator>
+#include <thread>
 
 #include "commands.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "hparams/hparams.h"
-#include "toolkit/auto_settings.h"
 #include "runtime/cpu_affinity.h"
 #include "runtime/device.h"
 #include "runtime/kineto_trace.h"
+#include "toolkit/auto_settings.h"
 #include "train/c10d_data_parallel.h"
 #include "train/local_launcher.h"
 #include "train/train_loop.h"
@@ -89,10 +89,10 @@ void check_unread_keys(const hparams::Hparams& hp, bool strict, bool speak, bool
     return list;
   };
   if (dry_run && speak && !elsewhere.empty()) {
-    MASR_LOG_INFO("train: %zu %s for data preparation, the test stage, beam search or experiment "
-                  "tracking, which training does not do: %s",
-                  elsewhere.size(), elsewhere.size() == 1 ? "key is" : "keys are",
-                  join(elsewhere).c_str());
+    MASR_LOG_INFO(
+        "train: %zu %s for data preparation, the test stage, beam search or experiment "
+        "tracking, which training does not do: %s",
+        elsewhere.size(), elsewhere.size() == 1 ? "key is" : "keys are", join(elsewhere).c_str());
   }
   if (unread.empty()) return;
   const std::string list = join(unread);
@@ -103,9 +103,10 @@ void check_unread_keys(const hparams::Hparams& hp, bool strict, bool speak, bool
     throw_config_error("train: " + what + " (--strict; remove them, or train without --strict)");
   }
   if (speak) {
-    MASR_LOG_WARN("train: %s (SpeechBrain keeps such keys too, and its train.py or data "
-                  "preparation may read them; --strict makes this an error)",
-                  what.c_str());
+    MASR_LOG_WARN(
+        "train: %s (SpeechBrain keeps such keys too, and its train.py or data "
+        "preparation may read them; --strict makes this an error)",
+        what.c_str());
   }
 }
 

@@ -14,9 +14,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include "runtime/device_copy.h"
 #include "ops/ctc_loss_cuda_kernels.h"
 #include "ops/cuda_launch.h"
+#include "runtime/device_copy.h"
 #endif
 
 namespace masr::ops {
@@ -138,9 +138,8 @@ class CtcFromLogitsFunction : public torch::autograd::Function<CtcFromLogitsFunc
                                           ctx->saved_data["zero_infinity"].toBool());
       const at::Tensor alphas = ctx->saved_data["alphas"].toTensor();
       const at::Tensor nll = ctx->saved_data["nll"].toTensor();
-      const at::Tensor grad_loss = grad_outputs[0].defined()
-                                       ? grad_outputs[0].to(at::kFloat)
-                                       : at::zeros({p.batch}, lp.options());
+      const at::Tensor grad_loss = grad_outputs[0].defined() ? grad_outputs[0].to(at::kFloat)
+                                                             : at::zeros({p.batch}, lp.options());
       at::Tensor grad = at::empty_like(lp);
       {
         const at::Tensor ab = at::empty_like(alphas);

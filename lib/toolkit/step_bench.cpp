@@ -62,12 +62,12 @@ train::AsrBatch synthetic_batch(const StepSpec& spec, int64_t batch, double seco
   const int64_t samples =
       spec.samples > 0 ? spec.samples : static_cast<int64_t>(seconds * sample_rate);
   const double per_s = spec.tokens_per_second > 0 ? spec.tokens_per_second : vocab <= 100 ? 12 : 3;
-  const int64_t u = spec.tokens > 0 ? spec.tokens
-                                    : std::max<int64_t>(1, static_cast<int64_t>(seconds * per_s));
-  train::AsrBatch b = full_length_batch(
-      torch::randn({batch, samples}) * 0.1,
-      torch::randint(3, std::max<int64_t>(4, vocab), {batch, u}, torch::kLong), bos, eos,
-      "synthetic-", sample_rate);
+  const int64_t u =
+      spec.tokens > 0 ? spec.tokens : std::max<int64_t>(1, static_cast<int64_t>(seconds * per_s));
+  train::AsrBatch b =
+      full_length_batch(torch::randn({batch, samples}) * 0.1,
+                        torch::randint(3, std::max<int64_t>(4, vocab), {batch, u}, torch::kLong),
+                        bos, eos, "synthetic-", sample_rate);
   const bool ragged_audio = spec.ragged == "audio" || spec.ragged == "both";
   const bool ragged_tokens = spec.ragged == "tokens" || spec.ragged == "both";
   if (ragged_audio && batch > 1) {
@@ -142,8 +142,8 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
     const double seconds = spec.seconds * f;
     const auto n = std::max<int64_t>(
         1, std::llround(static_cast<double>(spec.batch) * spec.seconds / seconds));
-    batches.push_back(synthetic_batch(spec, n, seconds, s.config.output_neurons,
-                                      s.config.bos_index, s.config.eos_index, s.config.sample_rate)
+    batches.push_back(synthetic_batch(spec, n, seconds, s.config.output_neurons, s.config.bos_index,
+                                      s.config.eos_index, s.config.sample_rate)
                           .to(s.device));
   }
   // The audio of the timed steps, for the throughput.
@@ -364,7 +364,8 @@ std::vector<runtime::BenchResult> run_train_step_shapes(TrainStepBench& bench,
       throw_input_error(settings.shapes_from + ":" + std::to_string(number) +
                         ": expected \"batches<TAB>shape key\" as train's batch_shapes.tsv has");
     }
-    rows.push_back({n, specs[0].sizes[0], specs[0].sizes[1], specs[2].sizes[1], line.substr(tab + 1)});
+    rows.push_back(
+        {n, specs[0].sizes[0], specs[0].sizes[1], specs[2].sizes[1], line.substr(tab + 1)});
   }
   if (rows.empty()) throw_input_error("bench train-step: no shapes in " + settings.shapes_from);
   std::vector<runtime::BenchResult> results;
@@ -397,9 +398,9 @@ std::vector<runtime::BenchResult> run_train_step_shapes(TrainStepBench& bench,
   runtime::BenchResult sum;
   sum.name = "train-step/shapes-from";
   sum.seconds = {total};
-  sum.note = string_printf("%lld batches of %zu shapes from %s: the sum of batches x median step",
-                           static_cast<long long>(batches), rows.size(),
-                           settings.shapes_from.c_str());
+  sum.note =
+      string_printf("%lld batches of %zu shapes from %s: the sum of batches x median step",
+                    static_cast<long long>(batches), rows.size(), settings.shapes_from.c_str());
   sum.metrics.emplace_back("batches", static_cast<double>(batches));
   sum.metrics.emplace_back("shapes", static_cast<double>(rows.size()));
   results.push_back(std::move(sum));

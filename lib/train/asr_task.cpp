@@ -145,8 +145,8 @@ std::vector<at::Tensor> ModelInputs::list() const {
 
 ModelInputs ModelInputs::from_list(const std::vector<at::Tensor>& tensors) {
   if (tensors.size() != 3 && tensors.size() != 6) {
-    throw Error(ErrorKind::kInternal, "ModelInputs: expected 3 or 6 tensors, got " +
-                                          std::to_string(tensors.size()));
+    throw Error(ErrorKind::kInternal,
+                "ModelInputs: expected 3 or 6 tensors, got " + std::to_string(tensors.size()));
   }
   ModelInputs in;
   in.feats = tensors[0];
@@ -182,10 +182,10 @@ ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epo
   PreparedBatch prepared = prepare(batch, training, epoch, generator, optimizer_steps);
   ModelLoss out = model_loss(prepared.inputs, options);
   if (out.p_ctc.size(1) != prepared.enc_frames) {
-    throw Error(ErrorKind::kInternal,
-                "AsrTask: the encoder gave " + std::to_string(out.p_ctc.size(1)) +
-                    " frames where the front end's lengths say " +
-                    std::to_string(prepared.enc_frames));
+    throw Error(ErrorKind::kInternal, "AsrTask: the encoder gave " +
+                                          std::to_string(out.p_ctc.size(1)) +
+                                          " frames where the front end's lengths say " +
+                                          std::to_string(prepared.enc_frames));
   }
   ForwardResult r;
   r.loss = std::move(out.loss);
@@ -261,8 +261,8 @@ PreparedBatch AsrTask::prepare(const AsrBatch& batch, bool training, int64_t epo
   ModelInputs& in = r.inputs;
   in.feats = feats;
   // One copy to the device for both (queued without stopping the host).
-  in.lengths = runtime::to_device_async(torch::stack({frames.to(torch::kLong), target_lengths}),
-                                        device_);
+  in.lengths =
+      runtime::to_device_async(torch::stack({frames.to(torch::kLong), target_lengths}), device_);
   in.tokens = pick(batch.tokens.to(torch::kLong));
   if (kind_ == TaskKind::kS2S) {
     in.tokens_bos = pick(batch.tokens_bos.to(torch::kLong));

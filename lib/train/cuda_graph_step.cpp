@@ -209,9 +209,9 @@ struct GraphedSteps::Impl {
   // makes new buffers, which drops every graph.
   std::vector<at::Tensor> arena;
   at::Tensor loss_out;
-  std::optional<c10::cuda::CUDAStream> stream;  // every capture's
+  std::optional<c10::cuda::CUDAStream> stream;     // every capture's
   decltype(at::cuda::graph_pool_handle()) pool{};  // shared while any graph is held
-  bool warmed = false;        // a first eager step ran on the capture stream
+  bool warmed = false;                             // a first eager step ran on the capture stream
   bool capture_seen = false;  // set_capturing turned capturing on: capture the shapes seen so far
   InputsLike inputs_like;     // set_inputs_like
   bool broken = false;        // a capture failed: eager from then on
@@ -547,8 +547,8 @@ GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture, Upd
 
 GraphedSteps::~GraphedSteps() = default;
 
-at::Tensor GraphedSteps::forward_backward(std::vector<at::Tensor> inputs,
-                                          const LossFn& loss_fn, double divisor, bool first) {
+at::Tensor GraphedSteps::forward_backward(std::vector<at::Tensor> inputs, const LossFn& loss_fn,
+                                          double divisor, bool first) {
   Impl& m = *impl_;
   if (inputs.empty()) throw Error(ErrorKind::kInternal, "GraphedSteps: no inputs");
   if (m.update && (!first || divisor != 1.0)) {

@@ -101,8 +101,8 @@ class GraphedSteps {
   // loss_fn must be a function of the inputs' values and shapes alone (see above).
   // `inputs` are taken (by value: move them in, and a capture or replay does not hold them
   // beside its own copy).
-  at::Tensor forward_backward(std::vector<at::Tensor> inputs, const LossFn& loss_fn,
-                              double scale, bool first);
+  at::Tensor forward_backward(std::vector<at::Tensor> inputs, const LossFn& loss_fn, double scale,
+                              bool first);
 
   // While off (a run's first epoch, by default), shapes are only counted and every batch runs
   // eagerly. Turned on, the next batch first captures a graph for every shape seen so far (from

@@ -14,7 +14,8 @@
 
 #define MASR_HAS_FUSED_ADAM (TORCH_VERSION_MAJOR >= 2)
 // The kernels' overloads with a tensor learning rate (aten::_fused_adam_.tensor_lr) came later.
-#define MASR_HAS_TENSOR_LR (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+#define MASR_HAS_TENSOR_LR \
+  (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
 
 namespace masr::train {
 namespace {

@@ -5,8 +5,8 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "runtime/device_copy.h"
 #include "ops/ctc_loss.h"
+#include "runtime/device_copy.h"
 
 namespace masr::train {
 namespace {

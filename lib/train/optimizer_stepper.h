@@ -99,7 +99,7 @@ class OptimizerStepper {
   std::unique_ptr<FusedAdam> fused_;  // CUDA with LibTorch >= 2: the step as fused kernels
   std::optional<NoamScheduler> scheduler_;
   GradScaler scaler_;
-  int64_t accumulated_ = 0;  // backward passes since the last step
+  int64_t accumulated_ = 0;         // backward passes since the last step
   GraphedSteps* graphs_ = nullptr;  // set by backward_graphed: its flat buffers hold the gradients
   int64_t steps_ = 0;
   double last_lr_ = 0.0;

@@ -41,17 +41,19 @@ std::shared_ptr<text::Tokenizer> ensure_tokenizer(const hparams::Hparams& hp,
   // SpeechBrain's LibriSpeech recipes take a pretrained tokenizer through their pretrainer.
   if (const hparams::Value* from = hp.find("pretrained_lm_tokenizer_path");
       from != nullptr && !from->is_null()) {
-    MASR_LOG_WARN("train: SpeechBrain's recipe loads its tokenizer from '%s' through its "
-                  "pretrainer; mamba-asr downloads nothing and uses a tokenizer of its own "
-                  "(the save folder's, or one trained on the training transcripts), so this "
-                  "model's tokens are not that tokenizer's",
-                  from->str().c_str());
+    MASR_LOG_WARN(
+        "train: SpeechBrain's recipe loads its tokenizer from '%s' through its "
+        "pretrainer; mamba-asr downloads nothing and uses a tokenizer of its own "
+        "(the save folder's, or one trained on the training transcripts), so this "
+        "model's tokens are not that tokenizer's",
+        from->str().c_str());
   }
   return load_or_train_tokenizer(
       config,
       [&config] {
         std::vector<std::string> sentences;
-        for (const auto& row : data::read_speechbrain_csv(config.train_csv, config.csv_replacements()).rows) {
+        for (const auto& row :
+             data::read_speechbrain_csv(config.train_csv, config.csv_replacements()).rows) {
           sentences.push_back(row.wrd);
         }
         return sentences;

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 
@@ -55,10 +55,9 @@ void mark_covered_settings(const hparams::Hparams& hp) {
   // computes WER, CER and accuracy, moves `model` to the device, and computes its losses from the
   // top-level settings these objects refer to (ctc_weight, label_smoothing, blank_index, ...),
   // so their own arguments change nothing here.
-  for (const char* key :
-       {"checkpointer", "epoch_counter", "train_logger", "error_rate_computer", "cer_computer",
-        "acc_computer", "wer_computer", "modules", "log_softmax", "ctc_cost", "seq_cost",
-        "compute_cost"}) {
+  for (const char* key : {"checkpointer", "epoch_counter", "train_logger", "error_rate_computer",
+                          "cer_computer", "acc_computer", "wer_computer", "modules", "log_softmax",
+                          "ctc_cost", "seq_cost", "compute_cost"}) {
     hp.mark_read(key);
   }
 }
@@ -382,9 +381,10 @@ void TrainLoop::report_profile() const {
   write_file_atomically(path, j.dump(2) + "\n");
   if (main()) {
     const int64_t from = options_.profile_from;
-    const std::string which =
-        from == 0 ? "the first " + std::to_string(profile_->steps()) + " batches"
-                  : "batches " + std::to_string(from + 1) + "-" + std::to_string(from + profile_->steps());
+    const std::string which = from == 0
+                                  ? "the first " + std::to_string(profile_->steps()) + " batches"
+                                  : "batches " + std::to_string(from + 1) + "-" +
+                                        std::to_string(from + profile_->steps());
     progress_->message("train: step profile of " + which + " (written to " + path + "):\n" +
                        profile_->table());
   }
@@ -450,9 +450,10 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
     if (!split) {
       graphs_.reset();  // the task has no split: op by op from here on (nothing was run)
     } else if (!graphs_announced_ && main() && GraphedSteps::supported(device_)) {
-      MASR_LOG_INFO("train: CUDA graphs on: the run's first epoch counts batch shapes; from its "
-                    "second, each shape is captured once and then replayed (MASR_CUDA_GRAPHS=1: "
-                    "from the first batch; 0: off)");
+      MASR_LOG_INFO(
+          "train: CUDA graphs on: the run's first epoch counts batch shapes; from its "
+          "second, each shape is captured once and then replayed (MASR_CUDA_GRAPHS=1: "
+          "from the first batch; 0: off)");
     }
     graphs_announced_ = true;
   }

@@ -17,11 +17,11 @@
 
 #include "hparams/hparams.h"
 #include "runtime/device.h"
+#include "runtime/kineto_trace.h"
 #include "train/checkpointer.h"
 #include "train/data_parallel.h"
 #include "train/optimizer_stepper.h"
 #include "train/progress.h"
-#include "runtime/kineto_trace.h"
 #include "train/step_profile.h"
 #include "train/train_config.h"
 #include "train/train_logger.h"
@@ -112,8 +112,8 @@ class TrainLoop {
     bool stop = false;      // a stop was requested (on any rank)
     bool due_time = false;  // ckpt_interval_minutes has passed (on any rank)
   };
-  void broadcast_parameters();      // every rank starts from rank 0's parameters
-  bool train_epoch(int64_t epoch);  // false: stopped
+  void broadcast_parameters();                // every rank starts from rank 0's parameters
+  bool train_epoch(int64_t epoch);            // false: stopped
   runtime::DeviceChoice cuda_choice() const;  // device_ for runtime/peak_memory.h
   void share_graph_shapes();
   void train_batch(EpochBatches& batches, size_t index);
@@ -145,9 +145,9 @@ class TrainLoop {
   std::unique_ptr<OptimizerStepper> stepper_;
   // CUDA training whose task splits its loss (train/cuda_graph_step.h); null: op by op.
   std::unique_ptr<GraphedSteps> graphs_;
-  int64_t first_epoch_of_run_ = -1;  // the epoch this process started training in
-  bool graphs_announced_ = false;    // the "CUDA graphs on" line was logged
-  bool graph_shapes_shared_ = false;  // every rank has the shapes that the others saw
+  int64_t first_epoch_of_run_ = -1;             // the epoch this process started training in
+  bool graphs_announced_ = false;               // the "CUDA graphs on" line was logged
+  bool graph_shapes_shared_ = false;            // every rank has the shapes that the others saw
   std::map<std::string, int64_t> shapes_seen_;  // batches per shape key at the last epoch's end
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<TrainLogger> logger_;

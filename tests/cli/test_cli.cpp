@@ -194,8 +194,8 @@ TEST_CASE("train names the keys nothing reads, and --strict refuses them", "[cli
   CHECK_THAT(r.output, Catch::Contains("--strict"));
   // Every file of the repository: nothing unknown (the keys for data preparation, the test stage
   // and beam search are named on a line of their own).
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(
-           std::string(MASR_SOURCE_DIR) + "/hparams")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(MASR_SOURCE_DIR) + "/hparams")) {
     if (entry.path().extension() != ".yaml") continue;
     INFO(entry.path().string());
     // The bundle's LM recipe names the bundle's tokenizer as a placeholder of its own.
@@ -224,8 +224,8 @@ TEST_CASE("bench train-step --shapes-from times each batch shape of a run and su
   std::ofstream(good) << "# epoch 1, rank 0\n"
                       << "3\t/0x1p+0|Float,2,101,80|Long,2,2|Long,2,4\n"
                       << "1\t/0x1p+0|Float,1,51,80|Long,2,1|Long,1,3\n";
-  const Result r =
-      run("bench train-step --hparams " + tiny + " --shapes-from " + good + " --warmup 0 --repeat 2 --json");
+  const Result r = run("bench train-step --hparams " + tiny + " --shapes-from " + good +
+                       " --warmup 0 --repeat 2 --json");
   INFO(r.output);
   REQUIRE(r.code == 0);
   // 101 frames are 1 s of audio (10 ms hop), 51 frames 0.5 s: the work of each step.
@@ -237,8 +237,8 @@ TEST_CASE("bench train-step --shapes-from times each batch shape of a run and su
   CHECK_THAT(r.output, Catch::Contains("4 batches of 2 shapes"));
   const std::string bad = (dir / "bad.tsv").string();
   std::ofstream(bad) << "3\tnot a key\n";
-  const Result b =
-      run("bench train-step --hparams " + tiny + " --shapes-from " + bad + " --warmup 0 --repeat 1");
+  const Result b = run("bench train-step --hparams " + tiny + " --shapes-from " + bad +
+                       " --warmup 0 --repeat 1");
   CHECK(b.code != 0);
   CHECK_THAT(b.output, Catch::Contains("bad.tsv:1: expected \"batches<TAB>shape key\""));
   std::filesystem::remove_all(dir);

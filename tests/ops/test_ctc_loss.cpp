@@ -247,8 +247,8 @@ TEST_CASE("train::ctc_loss_of_logits is log_softmax then ctc_loss, bit for bit, 
     INFO("reduction " << static_cast<int>(reduction));
     const at::Tensor a = logits.clone().requires_grad_(true);
     const at::Tensor b = logits.clone().requires_grad_(true);
-    const masr::train::CtcLossOfLogits got = masr::train::ctc_loss_of_logits(
-        a, targets, input_lengths, target_lengths, 0, reduction);
+    const masr::train::CtcLossOfLogits got =
+        masr::train::ctc_loss_of_logits(a, targets, input_lengths, target_lengths, 0, reduction);
     const at::Tensor lp = torch::log_softmax(b, -1);
     const at::Tensor want =
         masr::train::ctc_loss_lengths(lp, targets, input_lengths, target_lengths, 0, reduction);

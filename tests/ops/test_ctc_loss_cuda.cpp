@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -371,8 +371,8 @@ TEST_CASE("CUDA ctc_loss_from_logits equals log_softmax then ctc_loss: losses an
       // The two ops, as the model ran them before.
       const at::Tensor a = base.to(at::kCUDA).requires_grad_(true);
       const at::Tensor lp = at::log_softmax(a.to(at::kFloat), -1);
-      const at::Tensor want = masr::ops::ctc_loss(lp, targets, in.input_lengths,
-                                                  in.target_lengths, c.blank, c.zero_infinity);
+      const at::Tensor want = masr::ops::ctc_loss(lp, targets, in.input_lengths, in.target_lengths,
+                                                  c.blank, c.zero_infinity);
       (want * weights).sum().backward();
       // From the logits.
       const at::Tensor b = base.to(at::kCUDA).requires_grad_(true);

@@ -343,8 +343,8 @@ TEST_CASE("the optimizer's update inside GraphedSteps' step trains as backward()
   const double diff = relative_difference(twins.b.parameters(), twins.a.parameters());
   INFO("largest relative parameter difference after five steps " << diff);
   CHECK(diff <= 1e-6);
-  CHECK_THROWS_WITH(steps.forward_backward(inputs_of(twins.b, update_batches(at::kCPU)[0]), fn,
-                                           1.0, /*first=*/false),
+  CHECK_THROWS_WITH(steps.forward_backward(inputs_of(twins.b, update_batches(at::kCPU)[0]), fn, 1.0,
+                                           /*first=*/false),
                     Catch::Contains("accumulates no gradients"));
 }
 

@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "models/asr_model.h"
 #include "models/checkpoint.h"
 #include "text/tokenizer.h"
-#include "core/atomic_file.h"
 #include "train/checkpointer.h"
 #include "train/train_logger.h"
 #include "train_fixtures.h"
@@ -239,15 +239,13 @@ TEST_CASE("train: steps whose loss turns non-finite are skipped with a warning, 
 // MASR_CUDA_GRAPHS=split runs each batch as a CUDA-graph step would (AsrTask::prepare, then the
 // model's loss and backward into flat gradient buffers: train/cuda_graph_step.h) without
 // capturing: on the CPU it must train exactly as the plain path does.
-TEST_CASE("train: the split step of CUDA-graph training trains as the plain step does",
-          "[train]") {
+TEST_CASE("train: the split step of CUDA-graph training trains as the plain step does", "[train]") {
   require_binary();
   testing::TempDir dir("train_split");
   testing::write_synth_corpus(dir.file("corpus"));
   auto command = [&](const std::string& out, const std::string& env) {
     return env + " " + testing::mamba_asr_exe() + " train " +
-           testing::tiny_ctc_args(dir.file("corpus"), out, 2) + " --threads 1 2>> " + out +
-           ".log";
+           testing::tiny_ctc_args(dir.file("corpus"), out, 2) + " --threads 1 2>> " + out + ".log";
   };
   REQUIRE(testing::run_command(command(dir.file("plain"), "MASR_CUDA_GRAPHS=0")) == 0);
   REQUIRE(testing::run_command(command(dir.file("split"), "MASR_CUDA_GRAPHS=split")) == 0);
@@ -272,9 +270,8 @@ TEST_CASE("train --init-model starts a run from a model file's weights and token
   REQUIRE(testing::run_command(exe + testing::tiny_ctc_args(dir.file("corpus"), first, 6) +
                                " --threads 1 -q 2> " + dir.file("first.txt")) == 0);
   // The second run starts from the first one's model (its float16 copy), one epoch.
-  REQUIRE(testing::run_command(testing::mamba_asr_exe() + " convert " + first +
-                               "/model.masr " + dir.file("half.masr") +
-                               " --weights fp16 > /dev/null 2>&1") == 0);
+  REQUIRE(testing::run_command(testing::mamba_asr_exe() + " convert " + first + "/model.masr " +
+                               dir.file("half.masr") + " --weights fp16 > /dev/null 2>&1") == 0);
   const std::string args = testing::tiny_ctc_args(dir.file("corpus"), second, 1) +
                            " --init-model " + dir.file("half.masr") + " --threads 1";
   REQUIRE(testing::run_command(exe + args + " 2> " + dir.file("second.txt")) == 0);
@@ -292,16 +289,16 @@ TEST_CASE("train --init-model starts a run from a model file's weights and token
   REQUIRE(two.size() == 1);
   INFO("first run: epoch 1 " << one.front().train_loss << ", epoch 6 " << one.back().train_loss
                              << "; warm start: epoch 1 " << two.front().train_loss);
-  CHECK(two.front().train_loss < one.front().train_loss - 0.5 * (one.front().train_loss -
-                                                                 one.back().train_loss));
+  CHECK(two.front().train_loss <
+        one.front().train_loss - 0.5 * (one.front().train_loss - one.back().train_loss));
   // A checkpoint wins over --init-model: run again, it resumes (nothing left to train).
   REQUIRE(testing::run_command(exe + args + " 2> " + dir.file("third.txt")) == 0);
   CHECK_THAT(read_file(dir.file("third.txt")), !Catch::Contains("(--init-model)"));
   // A model of another architecture (here a wider one) is an error naming the file.
-  const int status = testing::run_command(
-      exe + testing::tiny_ctc_args(dir.file("corpus"), dir.file("wrong"), 1) +
-      " --d_model 96 --init-model " + first + "/model.masr --threads 1 -q 2> " +
-      dir.file("wrong.txt"));
+  const int status =
+      testing::run_command(exe + testing::tiny_ctc_args(dir.file("corpus"), dir.file("wrong"), 1) +
+                           " --d_model 96 --init-model " + first +
+                           "/model.masr --threads 1 -q 2> " + dir.file("wrong.txt"));
   CHECK(status != 0);
   CHECK_THAT(read_file(dir.file("wrong.txt")), Catch::Contains(first + "/model.masr"));
 }
