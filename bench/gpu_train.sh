@@ -14,7 +14,8 @@
 #   shapesum  the synthetic step at each batch shape of a scale run's last epoch (SHAPES_RUN,
 #             default new1: bench train-step --shapes-from), summed, against that epoch's time
 #   memab     peak memory and speed of the ConMamba-L S2S step: the reference, the graph with the
-#             optimizer inside and outside (MASR_GRAPH_OPTIMIZER=0), PAIRS rounds; op by op once
+#             optimizer inside (also with MASR_CTC_FROM_LOGITS=1) and outside
+#             (MASR_GRAPH_OPTIMIZER=0), PAIRS rounds; op by op once
 #   graphab   the ConMamba-L S2S step op by op (MASR_CUDA_GRAPHS=0) against CUDA-graph replay,
 #             PAIRS pairs, and once each at the scale corpus's mean batch
 #   stepab    the ConMamba-L S2S step of this tree against .base's binary, PAIRS pairs
@@ -118,6 +119,11 @@ stage_cudatests() {
   CUDA_VISIBLE_DEVICES=0 build-cuda/tests/test_masr "[.cuda]" > "$OUT/cudatests.log" 2>&1
   summary "cudatests rc=$? in $((SECONDS - t0)) s: $(tail -2 "$OUT/cudatests.log" | tr '\n' ' ')"
   grep -B4 -A14 'FAILED' "$OUT/cudatests.log" | head -120
+  # The switches still off by default, on: the same tests through their paths.
+  t0=$SECONDS
+  CUDA_VISIBLE_DEVICES=0 MASR_CTC_FROM_LOGITS=1 build-cuda/tests/test_masr "[.cuda]" > "$OUT/cudatests-ctcl.log" 2>&1
+  summary "cudatests MASR_CTC_FROM_LOGITS=1 rc=$? in $((SECONDS - t0)) s: $(tail -2 "$OUT/cudatests-ctcl.log" | tr '\n' ' ')"
+  grep -B4 -A14 'FAILED' "$OUT/cudatests-ctcl.log" | head -60
 }
 
 ours_step() {  # name hparams precision batch seconds [extra]
@@ -160,13 +166,15 @@ stage_stepswitch() {
 
 # Peak memory and speed of the ConMamba-L S2S step (16 x 30 s, bf16) against the reference, in
 # PAIRS rounds of: the reference, the graph with the optimizer's update inside (the default for
-# one GPU), the graph with it outside (MASR_GRAPH_OPTIMIZER=0: flat gradient buffers); then op
-# by op (MASR_CUDA_GRAPHS=0) once.
+# one GPU), the same with the CTC loss from the logits (MASR_CTC_FROM_LOGITS=1), the graph with
+# the update outside (MASR_GRAPH_OPTIMIZER=0: flat gradient buffers); then op by op
+# (MASR_CUDA_GRAPHS=0) once.
 stage_memab() {
   local L=.ref/mamba_asr/hparams i
   for i in $(seq 1 "$PAIRS"); do
     ref_step "ref-s2s-L-$i" $L/S2S/conmamba_large.yaml 16 30
     ours_step "whole-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
+    (export MASR_CTC_FROM_LOGITS=1; ours_step "ctcl-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30)
     (export MASR_GRAPH_OPTIMIZER=0; ours_step "gout-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30)
   done
   (export MASR_CUDA_GRAPHS=0; ours_step eager-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)

@@ -108,6 +108,8 @@ void OptimizerStepper::step() {
   }
   // torch.cuda.amp: unscale_ before clip_grad_norm_, and scaler.step skips on inf/nan.
   profile_phase("clip");
+  // The fused kernels read graph_update's device learning rate once it exists: this step's.
+  if (lr_on_device_.defined()) lr_on_device_.fill_(lr());
   if (scaler_.unscale(parameters_)) {
     step_unless_nonfinite(clip_gradients(parameters_, config_.max_grad_norm));
   } else {
