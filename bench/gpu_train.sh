@@ -179,6 +179,19 @@ stage_memab() {
   done
   (export MASR_CUDA_GRAPHS=0; ours_step eager-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
   grep -A40 'train-step profile' "$OUT/whole-s2s-L-1.err" | tee -a "$OUT/summary.txt"
+  # Where the memory goes (MASR_MEMLOG=1: the allocator at each phase of the first steps), and
+  # what the cuBLAS workspaces hold (none: CUBLAS_WORKSPACE_CONFIG=:0:0), graph and op by op.
+  local v
+  for v in "memlog-whole MASR_MEMLOG=1" "memlog-ctcl MASR_MEMLOG=1 MASR_CTC_FROM_LOGITS=1" \
+           "memlog-eager MASR_MEMLOG=1 MASR_CUDA_GRAPHS=0" "nows-whole CUBLAS_WORKSPACE_CONFIG=:0:0" \
+           "nows-eager CUBLAS_WORKSPACE_CONFIG=:0:0 MASR_CUDA_GRAPHS=0"; do
+    set -- $v
+    (export "${@:2}"; CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-step \
+       --hparams hparams/S2S/conmamba_large.yaml --precision bf16 --batch 16 --seconds 30 \
+       --warmup 2 --repeat 3 --json > "$OUT/$1.json" 2> "$OUT/$1.err")
+    summary "ours $1: $(our_result "$OUT/$1.json")"
+    grep '^memory ' "$OUT/$1.err" | head -12 | tee -a "$OUT/summary.txt"
+  done
 }
 
 # The real epoch against the synthetic step at its own batch shapes: bench train-step

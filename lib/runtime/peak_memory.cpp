@@ -4,6 +4,8 @@
 
 #include <ATen/Context.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -61,6 +63,26 @@ int64_t peak_memory(const DeviceChoice& device) {
 #endif
   }
   return read_vm_hwm();
+}
+
+void memory_point(int cuda_index, const char* what) {
+#ifdef MASR_WITH_CUDA
+  static const bool on = [] {
+    const char* v = std::getenv("MASR_MEMLOG");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  if (!on || cuda_index < 0) return;
+  const auto index = static_cast<c10::DeviceIndex>(cuda_index);
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  const double mib = 1024.0 * 1024.0;
+  std::fprintf(stderr, "memory %-28s %10.1f MiB allocated, %10.1f MiB peak since the last point\n",
+               what, static_cast<double>(stats.allocated_bytes[0].current) / mib,
+               static_cast<double>(stats.allocated_bytes[0].peak) / mib);
+  c10::cuda::CUDACachingAllocator::resetPeakStats(index);
+#else
+  (void)cuda_index;
+  (void)what;
+#endif
 }
 
 const char* peak_memory_kind(const DeviceChoice& device) {

@@ -18,6 +18,12 @@ int64_t peak_memory(const DeviceChoice& device);
 // "RSS" or "CUDA max allocated", for reports.
 const char* peak_memory_kind(const DeviceChoice& device);
 
+// MASR_MEMLOG=1 (a diagnostic): logs the CUDA allocator's current allocation and its peak since
+// the previous point on device `cuda_index`, then resets the peak, so that each point gives its
+// phase's peak (a run's own peak figures then cover its last phase only). Without the variable,
+// or in a build without CUDA, nothing.
+void memory_point(int cuda_index, const char* what);
+
 // Waits for the device's queued work (CUDA) so that wall-clock timings are complete.
 void synchronize_device(const DeviceChoice& device);
 // Applies a profile's CUDA process settings (TF32 matmul, cudnn benchmark); no-op on CPU builds.

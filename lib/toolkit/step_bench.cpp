@@ -198,12 +198,16 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
                                       s.task->prepare(batch, true, 1, &generator).inputs.list(),
                                       s.task->loss_of_inputs(s.loss), &loss);
         } else {
+          const int cuda = s.device.is_cuda() ? std::max<int>(0, s.device.index()) : -1;
+          runtime::memory_point(cuda, "step start");
           {
             runtime::AutocastGuard autocast(s.device, precision);
             const nn::ActivationCheckpointing checkpointing(s.config.activation_checkpointing);
             loss = s.task->forward(batch, true, 1, &generator, s.loss).loss;
           }
+          runtime::memory_point(cuda, "forward");
           s.stepper->backward(loss);
+          runtime::memory_point(cuda, "backward and update");
         }
         if (active) profile.end_step();
         runtime::synchronize_device(spec.device);

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/string_printf.h"
 #include "runtime/device_copy.h"
+#include "runtime/peak_memory.h"
 #include "train/optimizer_stepper.h"
 #include "train/step_profile.h"
 
@@ -159,7 +160,10 @@ struct GraphedSteps::Impl {
   // else only computed (and dropped). Returns the loss, detached.
   at::Tensor run(const std::vector<at::Tensor>& inputs, const LossFn& fn, double divisor,
                  bool add) {
+    const int cuda = inputs.front().is_cuda() ? inputs.front().device().index() : -1;
+    runtime::memory_point(cuda, "step start");
     const at::Tensor loss = fn(inputs);
+    runtime::memory_point(cuda, "forward");
     profile_phase("backward");
     const at::Tensor target = with_nan_gradients_unless_finite(loss) / divisor;
     if (!add) {
@@ -171,8 +175,10 @@ struct GraphedSteps::Impl {
       // The gradients as the backward makes them, used by the update and dropped: inside a
       // capture their memory goes back to the graph's pool, for the next step's activations.
       target.backward();
+      runtime::memory_point(cuda, "backward");
       update();
       for (at::Tensor& p : params) p.mutable_grad().reset();
+      runtime::memory_point(cuda, "update");
       return loss.detach();
     }
     // Autograd adds each gradient in place into a defined .grad (our view) as it comes, so no
@@ -180,6 +186,7 @@ struct GraphedSteps::Impl {
     // tensor of its own, which goes into its view here; one whose view was replaced rather than
     // added to (out of place) holds the whole sum, which replaces the view's contents.
     target.backward();
+    runtime::memory_point(cuda, "backward");
     for (size_t i = 0; i < params.size(); ++i) {
       const at::Tensor& grad = params[i].grad();
       if (!grad.defined() || grad.is_same(views[i])) continue;
@@ -290,8 +297,10 @@ struct GraphedSteps::Impl {
       if (!warmed) {
         // cuBLAS and cuDNN set up their handles and workspaces per stream on first use, which a
         // capture must not be the first to do.
+        runtime::memory_point(device, "before the warm-up");
         (void)run(static_inputs, fn, divisor, /*add=*/false);
         warmed = true;
+        runtime::memory_point(device, "after the warm-up");
       }
       const AutocastCacheOff no_cache;
       const runtime::HostUploadGuard no_uploads;
@@ -312,6 +321,7 @@ struct GraphedSteps::Impl {
         throw;
       }
       e.graph->capture_end();
+      runtime::memory_point(device, "after the capture");
     }
     at::cuda::CUDAEvent done;
     done.record(*stream);
