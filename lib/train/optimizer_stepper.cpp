@@ -174,6 +174,11 @@ SkippedSteps OptimizerStepper::take_skipped() {
   return skipped;
 }
 
+void OptimizerStepper::start_warm() {
+  if (scheduler_) set_learning_rate(*optimizer_, scheduler_->lr_at(1));
+  last_lr_ = lr();
+}
+
 void OptimizerStepper::save(std::map<std::string, std::string>& files,
                             std::map<std::string, double>& counters) const {
   if (fused_) fused_->store_steps();  // the device step counts know which steps were skipped

@@ -80,6 +80,11 @@ class OptimizerStepper {
   // (a host synchronization on CUDA): call it at log intervals, not per step.
   SkippedSteps take_skipped();
 
+  // A warm start (train --init-model): the first step at the schedule's rate for step 1, not at
+  // the optimizer's own (SpeechBrain's first step uses that one, before the schedule sets a rate;
+  // a recipe's raw rate can be far above its schedule's, such as the LM's 0.35 under Noam, and
+  // would undo trained weights in one step).
+  void start_warm();
   // Adds optimizer.ckpt to `files` and the scheduler/lr/scaler counters to `counters`.
   void save(std::map<std::string, std::string>& files,
             std::map<std::string, double>& counters) const;

@@ -156,8 +156,11 @@ TrainOutcome TrainLoop::fit() {
     restore(*latest);
   } else if (!options_.init_model.empty()) {
     task_->load_model(options_.init_model);
-    MASR_LOG_INFO("train: the weights from %s (--init-model); a fresh optimizer and schedule",
-                  options_.init_model.c_str());
+    stepper_->start_warm();
+    MASR_LOG_INFO(
+        "train: the weights from %s (--init-model); a fresh optimizer and schedule, from its "
+        "step-1 rate %g",
+        options_.init_model.c_str(), stepper_->lr());
   }
   if (parallel_->world_size() > 1) broadcast_parameters();
   logger_ = std::make_unique<TrainLogger>(config_.output_folder, config_.train_log, pos_.epoch - 1);

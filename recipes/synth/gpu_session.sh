@@ -24,35 +24,45 @@
 #   gpu_session.sh collect      copies the results (or the logs so far) into $OUT
 #   gpu_session.sh stop         ends training now as if its time were up (SIGALRM to the `timeout`
 #                               that bundle.sh runs it under: a checkpoint, averaging, then the
-#                               results; with no finished epoch there is nothing to average unless
-#                               the warm start's checkpoint is there); before training: no training
+#                               results; with no finished epoch there is nothing to average, so
+#                               no weights come back); before training: no training
 #
 # The driver, in order: wait for every synthesizer piece, `scripts/synth_deps.sh install` into
-# /tmp/gpu-session/synthdeps/root, bundle.sh `corpus`; then `heldout` and `text` while the warm start
-# is prepared; then bundle.sh `train` (ASR + LM beside it on the GPU, each averaged into model.masr);
+# /tmp/gpu-session/synthdeps/root, bundle.sh `corpus`, `heldout` and `text`; then the previous
+# weights, when carried, and bundle.sh `train` (ASR + LM beside it on the GPU, each started from the
+# previous weights with --init-model when there are any, each averaged into model.masr);
 # then `mamba-asr convert --weights fp16`, the parts, a quick CTC-greedy / attention check on
 # held-out voices and the logs, into /tmp/gpu-session/results (at most 8 files: what $OUT returns).
 # Everything it writes lives under /tmp/gpu-session, outside the tree, because every device call
 # replaces the tree and removes the ignored folders it does not carry.
 #
-# Warm start: `mamba-asr train` resumes only from a checkpoint folder in save/ (CKPT+*: model.masr,
-# optimizer.ckpt, rng.ckpt, meta.json); it has no option to start from a model file, and a whole
-# checkpoint (fp32 weights + Adam moments, about 140 MB for this model) cannot travel. So the
-# driver makes one: a 1-epoch run on 16 utterances of the corpus writes a real checkpoint (fresh
-# Adam state, Noam warm-up starting again), its model.masr is replaced by the previous float16
-# weights (train copies them into its float32 parameters, normalizer statistics included), the
-# previous model's tokenizer goes to save/500_unigram.model, and a second tiny run checks that
-# training resumes from it; the real run then resumes from that checkpoint. When anything of this
-# fails, training starts from scratch and the summary says so (REQUIRE_WARM=1: the session fails).
-# The LM is warm-started the same way when the ASR model was. The learning rate warms up again to
-# its peak (lr_adam; lower it with ASR_ARGS="--lr_adam X" if that is too much for a trained model).
-# Keep SEED the same across sessions: it decides which speakers are held out for valid/test (HOURS
-# may change). A clean way needs an option of `mamba-asr train` to start from a model file
-# (docs/recipes.md, "Across GPU sessions", says where it would go).
+# Warm start: a whole checkpoint (fp32 weights + Adam moments, about 140 MB for this model) cannot
+# travel, the float16 weights can. When the payload carries them, both trainings get
+# `--init-model FILE` (appended to bundle.sh's ASR_ARGS and LM_ARGS): a run without a checkpoint
+# starts from the file's weights and normalizer statistics, with a fresh optimizer and Noam
+# schedule, and the ASR run writes the file's tokenizer into save/ (docs/training.md, "Checkpoints
+# and resuming"). The LM trains with the ASR run's tokenizer (bundle.sh: --tokenizer_file), which is
+# then the previous ASR model's; `train` does not compare it with the LM file's own, so the driver
+# takes the previous LM only when the two files' tokenizers are the same bytes (else the LM starts
+# from scratch). After training, each warm-started run's log must hold "(--init-model); a fresh
+# optimizer and schedule". When the weights do not arrive whole (then training starts from
+# scratch), the LM's tokenizer differs (then the LM does) or a log lacks that line, the summary says
+# WARM START FAILED; REQUIRE_WARM=1 makes the session fail instead. A previous model that does not fit the hparams (other
+# sizes in ASR_ARGS) is refused by `train`, naming the file: that training fails. A fresh run's
+# first optimizer step goes at the optimizer's lr of the hparams (SpeechBrain's order: Noam sets
+# its lr after each step), for the LM 0.35, about 500 times its Noam peak; in a CPU trial that one
+# step took a warm LM's valid loss from 13.7 to 86. `train --init-model` therefore runs a warm
+# start's first step at Noam's step-1 rate instead (the earlier driver set rate 0 through
+# --overrides; this one has not been tried since). The learning rate warms up again to its peak (lr_adam; lower it with ASR_ARGS="--lr_adam X" if
+# that is too much for a trained model). Keep SEED the same across sessions: it decides which
+# speakers are held out for valid/test (HOURS may change).
 #
 # Tried so far only on the 2-core development machine (SKIP_BUILD=1, DEVICE=cpu, a 2-layer model
-# through ASR_ARGS, 0.3 h): pack, start, poll, stop, finish, unpack and a warm-started second run;
-# not yet on the GPU machine, so the GPU timings below are estimates.
+# through ASR_ARGS, 0.3 h, the LM on 600 sentences through LM_ARGS): pack, start, poll (pieces, the
+# previous weights' last one too, held back to a later call), finish, collect, unpack and a second
+# session with REQUIRE_WARM=1 whose ASR and LM started from the first's fp16 weights (--init-model);
+# `stop` only with the earlier made-checkpoint warm start. Not yet on the GPU machine, so the GPU
+# timings below are estimates.
 #
 # Time budget of one session (30 minutes of device time; estimates unless marked measured):
 #   machine start, before call 1's command runs           1-2 min (estimate)
@@ -63,15 +73,15 @@
 #                                                         16 jobs beside the build (2026-11-26:
 #                                                         23,049 utterances, 30.7 h, in 226 s)
 #   heldout (2 x HELDOUT_UTTS=2000) + text                ~1 min (estimate from the same rate)
-#   warm start (two tiny training runs)                   ~1-1.5 min (estimate, not yet run on a GPU)
 #   training                                              MINUTES (14)
 #   averaging, fp16, quick check, packing                 ~1-2 min (estimate)
-# so about 10-12 minutes besides the training; MINUTES=14 leaves a few minutes of margin.
+# so about 9-11 minutes besides the training; MINUTES=14 leaves a few minutes of margin.
 #
 # Environment (start): HOURS (20), MINUTES (14), SEED (1234), JOBS (12 synthesis processes),
 # WORKERS (12 loader workers), HELDOUT_UTTS (2000), DEVICE (cuda), ASR_ARGS, LM_ARGS (more train
 # options, as bundle.sh takes them), QUICK_EVAL_UTTS (300), EVAL (0; 1: bundle.sh eval as well),
-# REQUIRE_WARM (0), PAYLOAD_WAIT_S (900: how long the driver waits for carried pieces),
+# REQUIRE_WARM (0; 1: fail when previous weights were carried and a training did not start from
+# them), PAYLOAD_WAIT_S (900: how long the driver waits for carried pieces),
 # SKIP_BUILD (set: no build, MASR_BIN as it is; for trials without a GPU), MASR_BIN
 # (build-cuda/bin/mamba-asr), PART_MIB (15: the size of the weight parts), SESSION_DIR
 # (/tmp/gpu-session), SESSION_LOG (/tmp/gpu-session.log).
@@ -83,8 +93,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # the tree this copy
 S="${SESSION_DIR:-/tmp/gpu-session}"
 LOG="${SESSION_LOG:-/tmp/gpu-session.log}"
 MASR_LD=/opt/deps/usr/lib/x86_64-linux-gnu  # .devdeps/env.sh unpacks the build's libraries there
-ASR_HPARAMS=hparams/S2S/conmamba_synth_bundle.yaml
-LM_HPARAMS=hparams/LM/transformer_synth_bundle.yaml
 # Never carried for training: flite (its voices awb, rms, slt are reserved for evaluation, and
 # bundle.sh trains on none of flite's), the reserved festival voice, and WordNet (bundle.sh's
 # text is fortunes, anarchism and KJV).
@@ -345,71 +353,53 @@ sys.exit(f"{src}: no tokenizer.model section")
 PY
 }
 
-tokenizer_name() {  # save/<output_neurons>_<token_type>.model: the hparams' 500 unigram, or ASR_ARGS'
-  local n=500 t=unigram i
-  local -a a
-  read -r -a a <<< "${ASR_ARGS:-}"
-  for ((i = 0; i + 1 < ${#a[@]}; i++)); do
-    case "${a[i]}" in --output_neurons) n="${a[i + 1]}" ;; --token_type) t="${a[i + 1]}" ;; esac
-  done
-  echo "${n}_${t}.model"
-}
-
-newest_ckpt() { ls -d "$1"/CKPT+* 2>/dev/null | sort | tail -1; }
-
-# seed_checkpoint KIND PREV_MODEL SAVE_DIR TRAIN_ARGS...: a checkpoint of a 1-epoch run on tiny data
-# whose model.masr is PREV_MODEL, checked by resuming from it, copied into SAVE_DIR.
-seed_checkpoint() {
-  local kind="$1" prev="$2" save="$3" seed="$S/seed-$1"; shift 3
-  local ck name
-  masr "$@" --number_of_epochs 1 > "$seed/seed.log" 2>&1 || { echo "seed $kind: the 1-epoch run failed ($seed/seed.log)"; return 1; }
-  ck=$(newest_ckpt "$seed/save")
-  [[ -n $ck && -f $ck/optimizer.ckpt ]] || { echo "seed $kind: no checkpoint in $seed/save"; return 1; }
-  name=$(basename "$ck")
-  cp "$prev" "$ck/model.masr" && mkdir -p "$seed/stash" && cp -r "$ck" "$seed/stash/" || return 1
-  masr "$@" --number_of_epochs 2 > "$seed/verify.log" 2>&1 || { echo "seed $kind: resuming from the previous weights failed ($seed/verify.log)"; return 1; }
-  grep -q 'resuming .*from' "$seed/verify.log" || { echo "seed $kind: the check run did not resume"; return 1; }
-  echo "seed $kind: epoch 1 from random weights:   $(grep '^epoch: 1,' "$seed/train_log.txt" | tail -1)"
-  echo "seed $kind: epoch 2 from previous weights: $(grep '^epoch: 2,' "$seed/train_log.txt" | tail -1)"
-  mkdir -p "$save" && cp -r "$seed/stash/$name" "$save/" || return 1
-  echo "seed $kind: $save/$name holds the previous weights"
-}
-
-warm_asr() {
-  local prev="$S/prev/asr.fp16.masr" seed="$S/seed-asr" data="$S/bundle/data" asr="$S/bundle/asr"
+# warm_start: the previous session's weights (carried in the stream "prev") for both trainings,
+# given to them with --init-model (WARM_ASR, WARM_LM: the files, or empty). Returns 1 when weights
+# were carried but cannot be used (REQUIRE_WARM=1: the session fails; else what fails starts from
+# scratch).
+warm_start() {
+  local prev="$S/prev"
+  WARM_ASR="" WARM_LM=""
   if has_stream prev; then
-    wait_stream prev "$PAYLOAD_WAIT_S" && assemble prev "$S/prev" || return 1
+    if ! { wait_stream prev "$PAYLOAD_WAIT_S" && assemble prev "$prev"; }; then
+      echo "WARM START FAILED: the previous weights did not arrive whole; training starts from scratch"
+      return 1
+    fi
   fi
-  [[ -f $prev ]] || { echo "warm start: no previous weights; training starts from scratch"; return 0; }
-  rm -rf "$seed" && mkdir -p "$seed/save"
-  tokenizer_of "$prev" "$seed/save/$TOKENIZER" || return 1
-  head -n 17 "$data/train.csv" > "$seed/train.csv"
-  head -n 5 "$data/valid_small.csv" > "$seed/valid.csv"
-  # shellcheck disable=SC2086
-  seed_checkpoint asr "$prev" "$asr/save" --device "$DEVICE" train "$root/$ASR_HPARAMS" \
-    --data_folder "$data" --output_folder "$seed" --train_csv "$seed/train.csv" \
-    --valid_csv "$seed/valid.csv" --test_csv "$seed/valid.csv" --num_workers 1 ${ASR_ARGS:-} || return 1
-  cp "$seed/save/$TOKENIZER" "$asr/save/$TOKENIZER" && touch "$S/warm-asr.ok"
+  [[ -f $prev/asr.fp16.masr ]] || { echo "warm start: no previous weights; training starts from scratch"; return 0; }
+  WARM_ASR="$prev/asr.fp16.masr"
+  echo "warm start: the ASR model from $WARM_ASR (--init-model; its tokenizer comes along)"
+  [[ -f $prev/lm.fp16.masr ]] || { echo "warm start: no previous LM; the LM starts from scratch"; return 0; }
+  # The LM trains with the ASR run's tokenizer (bundle.sh: --tokenizer_file), which --init-model
+  # makes the previous ASR model's; `train` does not compare it with the LM file's own, so the
+  # previous LM is taken only when it was trained with that same tokenizer.
+  if tokenizer_of "$prev/asr.fp16.masr" "$prev/asr.tokenizer" && tokenizer_of "$prev/lm.fp16.masr" "$prev/lm.tokenizer" &&
+     cmp -s "$prev/asr.tokenizer" "$prev/lm.tokenizer"; then
+    WARM_LM="$prev/lm.fp16.masr"
+    echo "warm start: the LM from $WARM_LM (--init-model; the tokenizer stays the ASR model's)"
+  else
+    echo "WARM START FAILED: the previous LM's tokenizer is not the previous ASR model's; the LM starts from scratch"
+    return 1
+  fi
 }
 
-warm_lm() {
-  local prev="$S/prev/lm.fp16.masr" seed="$S/seed-lm" tok="$S/bundle/asr/save/$TOKENIZER"
-  [[ -f $prev && -f $S/warm-asr.ok ]] || { echo "warm start: the LM starts from scratch"; return 0; }
-  rm -rf "$seed" && mkdir -p "$seed"
-  head -n 64 "$S/bundle/lm_train.txt" > "$seed/train.txt"
-  head -n 16 "$S/bundle/lm_valid.txt" > "$seed/valid.txt"
-  # shellcheck disable=SC2086
-  seed_checkpoint lm "$prev" "$S/bundle/lm/save" --device "$DEVICE" train "$root/$LM_HPARAMS" \
-    --data_folder "$S/bundle/data" --output_folder "$seed" --tokenizer_file "$tok" \
-    --train_csv null --valid_csv null --test_csv null --lm_train_data "$seed/train.txt" \
-    --lm_valid_data "$seed/valid.txt" --lm_test_data "$seed/valid.txt" ${LM_ARGS:-}
+# warm_args FILE OPTIMIZER_KEY USER_ARGS: the train options of a warm start from FILE: --init-model.
+# (train itself runs a warm start's first step at the schedule's step-1 rate rather than the
+# hparams' raw lr, which for the LM is 0.35; OPTIMIZER_KEY and USER_ARGS are no longer used.)
+warm_args() {
+  printf ' --init-model %s' "$1"
 }
 
-warm_failed() {
-  echo "WARM START FAILED ($1): see $S/warm.log"
-  [[ ${REQUIRE_WARM:-0} == 1 ]] && return 1
-  rm -rf "$S/bundle/asr/save" "$S/bundle/lm/save" "$S/warm-asr.ok"
-  echo "warm start: training starts from scratch"
+# warm_check: each training given --init-model logged that it started from it.
+warm_check() {
+  local line='(--init-model); a fresh optimizer and schedule' ok=0
+  if [[ -n $WARM_ASR ]] && ! grep -qF "$line" "$S/bundle/asr/train.log" 2>/dev/null; then
+    echo "WARM START FAILED: $S/bundle/asr/train.log lacks '$line'"; ok=1
+  fi
+  if [[ -n $WARM_LM ]] && ! grep -qF "$line" "$S/bundle/lm_train.log" 2>/dev/null; then
+    echo "WARM START FAILED: $S/bundle/lm_train.log lacks '$line'"; ok=1
+  fi
+  return "$ok"
 }
 
 wait_build() {
@@ -448,7 +438,8 @@ finish() {  # the results: at most 8 files, each under 16 MiB
     echo
     echo "HOURS=$HOURS MINUTES=$MINUTES SEED=$SEED JOBS=$JOBS WORKERS=$WORKERS ASR_ARGS='${ASR_ARGS:-}' LM_ARGS='${LM_ARGS:-}'"
     echo; echo '```'
-    grep -E '^(PHASE|WARM|seed |warm start|make_synth_corpus: synthesized|text:|gpu_session:)' "$LOG" || true
+    grep -E '^(PHASE|WARM|warm start|make_synth_corpus: synthesized|text:|gpu_session:)' "$LOG" || true
+    grep -h -F '(--init-model)' "$asr/train.log" "$S/bundle/lm_train.log" 2>/dev/null || true
     for f in train valid test; do
       [[ -f $S/bundle/data/$f.csv ]] && echo "corpus $f: $(($(wc -l < "$S/bundle/data/$f.csv") - 1)) utterances"
     done
@@ -471,8 +462,8 @@ finish() {  # the results: at most 8 files, each under 16 MiB
     fi
   } > "$r/summary.md" 2>&1
   for f in "$asr"/{train.log,log.jsonl,train_log.txt,hyperparams.yaml} "$S/bundle/lm_train.log" \
-           "$lm"/{log.jsonl,train_log.txt} "$S"/seed-*/*.log "$S"/build/{summary.txt,build.log,cmake.log} \
-           "$S"/warm.log "$S/quick"/*.log "$LOG"; do
+           "$lm"/{log.jsonl,train_log.txt} "$S"/build/{summary.txt,build.log,cmake.log} \
+           "$S/quick"/*.log "$LOG"; do
     if [[ -f $f ]]; then cp "$f" "$logs/$(echo "${f#"$S"/}" | tr '/' '_')"; fi
   done
   tar -czf "$r/logs.tar.gz" -C "$S" logs
@@ -491,7 +482,7 @@ finish() {  # the results: at most 8 files, each under 16 MiB
 }
 
 driver() {  # the phases, then the results of whatever exists
-  T0=$SECONDS TOKENIZER=$(tokenizer_name)
+  T0=$SECONDS WARM_ASR='' WARM_LM=''
   local rc=0
   phases || rc=$?
   phase finish "(phases rc=$rc)"
@@ -519,9 +510,6 @@ phases() {
   env -u LD_LIBRARY_PATH "$root/scripts/synth_deps.sh" install "$S/synthdeps" || return 1
   phase corpus "(HOURS=$HOURS, JOBS=$JOBS)"
   bundle corpus || return 1
-  # The warm start needs the corpus and the binary; it runs while the held-out sets synthesize.
-  ( { wait_build && warm_asr; } > "$S/warm.log" 2>&1 ) &
-  local warm_pid=$!
   phase heldout
   bundle heldout || return 1
   phase text
@@ -529,20 +517,18 @@ phases() {
   phase build-wait
   wait_build || { echo "gpu_session: the build failed: $S/build/"; tail -30 "$S/build/stdout.log"; return 1; }
   phase warm-start
-  if wait "$warm_pid"; then
-    { warm_lm || echo "warm start: the LM starts from scratch (its seed failed)"; } >> "$S/warm.log" 2>&1
-  else
-    warm_failed asr || return 1
-  fi
-  grep -E '^(seed|warm start|gpu_session)' "$S/warm.log" || true
+  if ! warm_start && [[ ${REQUIRE_WARM:-0} == 1 ]]; then return 1; fi
   if [[ -f $S/STOP ]]; then
     phase train "skipped: stop was asked before training"
   else
     phase train "(MINUTES=$MINUTES, detached from every call)"
     LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
       OUT="$S/bundle" MINUTES="$MINUTES" DEVICE="$DEVICE" MASR_BIN="$BIN" WORKERS="$WORKERS" \
-      ASR_ARGS="${ASR_ARGS:-}" LM_ARGS="${LM_ARGS:-}" bash "$root/recipes/synth/bundle.sh" train ||
+      ASR_ARGS="${ASR_ARGS:-}${WARM_ASR:+$(warm_args "$WARM_ASR" Adam "${ASR_ARGS:-}")}" \
+      LM_ARGS="${LM_ARGS:-}${WARM_LM:+$(warm_args "$WARM_LM" optimizer "${LM_ARGS:-}")}" \
+      bash "$root/recipes/synth/bundle.sh" train ||
       echo "gpu_session: bundle.sh train failed; the results hold what exists"
+    if ! warm_check && [[ ${REQUIRE_WARM:-0} == 1 ]]; then return 1; fi
     if [[ ${EVAL:-0} == 1 && -f $S/bundle/asr/model.masr ]]; then
       phase eval
       LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OUT="$S/bundle" DEVICE="$DEVICE" \
@@ -595,7 +581,7 @@ digest() {  # every line may find its file missing: nothing here may fail the ca
   missing=$(missing_pieces)
   [[ -z $missing ]] || echo "payload: missing $(echo $missing)"
   [[ ! -f $S/build/summary.txt ]] || echo "build: $(grep -E 'build rc' "$S/build/summary.txt" | tail -1)"
-  grep -E '^(seed|warm start|WARM)' "$S/warm.log" 2>/dev/null | tail -4 || true
+  grep -E '^(warm start|WARM)' "$LOG" 2>/dev/null | tail -4 || true
   echo "-- log tail"; tail -n 5 "$LOG" 2>/dev/null | cut -c1-300 || true
   if [[ -f $asr/train.log ]]; then
     echo "-- ASR train.log"; tail -n 3 "$asr/train.log" | cut -c1-300 || true
@@ -614,7 +600,7 @@ collect() {
     [[ -f $LOG ]] && tail -c 8000000 "$LOG" > "$OUT/gpu-session.log"
     local f
     for f in "$S/bundle/asr/train.log" "$S/bundle/asr/log.jsonl" "$S/bundle/asr/train_log.txt" \
-             "$S/build/summary.txt" "$S/warm.log"; do
+             "$S/bundle/lm_train.log" "$S/build/summary.txt"; do
       [[ -f $f ]] && tail -c 8000000 "$f" > "$OUT/$(basename "$(dirname "$f")")-$(basename "$f")"
     done
   fi

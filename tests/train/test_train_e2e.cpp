@@ -278,6 +278,9 @@ TEST_CASE("train --init-model starts a run from a model file's weights and token
   const std::string log = read_file(dir.file("second.txt"));
   INFO(log);
   CHECK_THAT(log, Catch::Contains("(--init-model); a fresh optimizer and schedule"));
+  // Its first step runs at Noam's rate for step 1 (0.003 x 10^-1.5 x 10^0.5 with 10 warm-up
+  // steps), not at the optimizer's raw 0.003.
+  CHECK_THAT(log, Catch::Contains("from its step-1 rate 0.0003"));
   CHECK_THAT(log, Catch::Contains("the tokenizer of " + dir.file("half.masr")));
   // The tokens are the first run's (its tokenizer, not one trained again).
   CHECK(read_file(second + "/save/31_char.model") == read_file(first + "/save/31_char.model"));
