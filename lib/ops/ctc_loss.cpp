@@ -44,55 +44,73 @@ cuda::CtcParams params_of(const at::Tensor& lp, const at::Tensor& targets,
   return p;
 }
 
-// Inputs: log_probs (B, T, V) float32 contiguous; targets (B, S), lengths (B): int64 contiguous,
-// all on one CUDA device. Saves the alphas (B, T, 2S + 1) and the raw nll for the backward.
+// The forward kernels on log-probabilities `lp` (B, T, V) float32 contiguous; targets (B, S),
+// lengths (B): int64 contiguous, all on one CUDA device. Keeps in `ctx` what backward_of needs
+// (the alphas (B, T, 2S + 1), the raw nll, blank and zero_infinity) and returns the losses (B).
+// `op` names the caller in launch errors.
+at::Tensor forward_into(AutogradContext* ctx, const at::Tensor& lp, const at::Tensor& targets,
+                        const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                        int64_t blank, bool zero_infinity, const char* op) {
+  const cuda::CtcParams p =
+      params_of(lp, targets, input_lengths, target_lengths, blank, zero_infinity);
+  const auto f32 = lp.options().dtype(at::kFloat);
+  const at::Tensor alphas = at::empty({p.batch, p.time, cuda::ctc_states(p)}, f32);
+  const at::Tensor nll = at::empty({p.batch}, f32);
+  at::Tensor loss = at::empty({p.batch}, f32);
+  check_cuda_launch(
+      cuda::ctc_loss_forward(p, alphas.data_ptr<float>(), nll.data_ptr<float>(),
+                             loss.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()),
+      op, "forward");
+  ctx->saved_data["alphas"] = alphas;
+  ctx->saved_data["nll"] = nll;
+  ctx->saved_data["blank"] = blank;
+  ctx->saved_data["zero_infinity"] = zero_infinity;
+  return loss;
+}
+
+// The gradient with respect to `lp` (exp(lp) - the state posteriors, times grad_loss) from what
+// forward_into kept; `saved`: the saved variables, with the targets and lengths at 1-3.
+at::Tensor backward_of(AutogradContext* ctx, const at::Tensor& lp, const variable_list& saved,
+                       const at::Tensor& grad_loss, const char* op) {
+  const cuda::CtcParams p =
+      params_of(lp, saved[1], saved[2], saved[3], ctx->saved_data["blank"].toInt(),
+                ctx->saved_data["zero_infinity"].toBool());
+  const at::Tensor alphas = ctx->saved_data["alphas"].toTensor();
+  const at::Tensor nll = ctx->saved_data["nll"].toTensor();
+  const at::Tensor ab = at::empty_like(alphas);
+  const at::Tensor links =
+      at::empty({2, p.batch, cuda::ctc_states(p)}, lp.options().dtype(at::kInt));
+  at::Tensor grad = at::empty_like(lp);
+  cuda::CtcGrads g;
+  g.alphas = alphas.data_ptr<float>();
+  g.nll = nll.data_ptr<float>();
+  g.grad_loss = grad_loss.data_ptr<float>();
+  g.grad_loss_stride = grad_loss.stride(0);
+  g.ab = ab.data_ptr<float>();
+  g.links = links.data_ptr<int32_t>();
+  g.grad = grad.data_ptr<float>();
+  check_cuda_launch(cuda::ctc_loss_backward(p, g, at::cuda::getCurrentCUDAStream().stream()), op,
+                    "backward");
+  return grad;
+}
+
+// The CTC loss of log-probabilities: saves them for the backward.
 class CtcLossFunction : public torch::autograd::Function<CtcLossFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& lp, const at::Tensor& targets,
                             const at::Tensor& input_lengths, const at::Tensor& target_lengths,
                             int64_t blank, bool zero_infinity) {
     const c10::cuda::CUDAGuard guard(lp.device());
-    const cuda::CtcParams p =
-        params_of(lp, targets, input_lengths, target_lengths, blank, zero_infinity);
-    const auto f32 = lp.options().dtype(at::kFloat);
-    const at::Tensor alphas = at::empty({p.batch, p.time, cuda::ctc_states(p)}, f32);
-    const at::Tensor nll = at::empty({p.batch}, f32);
-    at::Tensor loss = at::empty({p.batch}, f32);
-    check_cuda_launch(
-        cuda::ctc_loss_forward(p, alphas.data_ptr<float>(), nll.data_ptr<float>(),
-                               loss.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()),
-        "ctc_loss", "forward");
+    at::Tensor loss = forward_into(ctx, lp, targets, input_lengths, target_lengths, blank,
+                                   zero_infinity, "ctc_loss");
     ctx->save_for_backward({lp, targets, input_lengths, target_lengths});
-    ctx->saved_data["alphas"] = alphas;
-    ctx->saved_data["nll"] = nll;
-    ctx->saved_data["blank"] = blank;
-    ctx->saved_data["zero_infinity"] = zero_infinity;
     return loss;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list s = ctx->get_saved_variables();
-    const at::Tensor& lp = s[0];
-    const c10::cuda::CUDAGuard guard(lp.device());
-    const cuda::CtcParams p = params_of(lp, s[1], s[2], s[3], ctx->saved_data["blank"].toInt(),
-                                        ctx->saved_data["zero_infinity"].toBool());
-    const at::Tensor alphas = ctx->saved_data["alphas"].toTensor();
-    const at::Tensor nll = ctx->saved_data["nll"].toTensor();
-    const at::Tensor grad_loss = grad_outputs[0].to(at::kFloat);
-    const at::Tensor ab = at::empty_like(alphas);
-    const at::Tensor links =
-        at::empty({2, p.batch, cuda::ctc_states(p)}, lp.options().dtype(at::kInt));
-    at::Tensor grad = at::empty_like(lp);
-    cuda::CtcGrads g;
-    g.alphas = alphas.data_ptr<float>();
-    g.nll = nll.data_ptr<float>();
-    g.grad_loss = grad_loss.data_ptr<float>();
-    g.grad_loss_stride = grad_loss.stride(0);
-    g.ab = ab.data_ptr<float>();
-    g.links = links.data_ptr<int32_t>();
-    g.grad = grad.data_ptr<float>();
-    check_cuda_launch(cuda::ctc_loss_backward(p, g, at::cuda::getCurrentCUDAStream().stream()),
-                      "ctc_loss", "backward");
+    const c10::cuda::CUDAGuard guard(s[0].device());
+    at::Tensor grad = backward_of(ctx, s[0], s, grad_outputs[0].to(at::kFloat), "ctc_loss");
     return {grad, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -108,21 +126,9 @@ class CtcFromLogitsFunction : public torch::autograd::Function<CtcFromLogitsFunc
                                bool zero_infinity) {
     const c10::cuda::CUDAGuard guard(logits.device());
     const at::Tensor lp = at::log_softmax(logits.to(at::kFloat), -1).contiguous();
-    const cuda::CtcParams p =
-        params_of(lp, targets, input_lengths, target_lengths, blank, zero_infinity);
-    const auto f32 = lp.options();
-    const at::Tensor alphas = at::empty({p.batch, p.time, cuda::ctc_states(p)}, f32);
-    const at::Tensor nll = at::empty({p.batch}, f32);
-    at::Tensor loss = at::empty({p.batch}, f32);
-    check_cuda_launch(
-        cuda::ctc_loss_forward(p, alphas.data_ptr<float>(), nll.data_ptr<float>(),
-                               loss.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()),
-        "ctc_loss_from_logits", "forward");
+    at::Tensor loss = forward_into(ctx, lp, targets, input_lengths, target_lengths, blank,
+                                   zero_infinity, "ctc_loss_from_logits");
     ctx->save_for_backward({logits, targets, input_lengths, target_lengths});
-    ctx->saved_data["alphas"] = alphas;
-    ctx->saved_data["nll"] = nll;
-    ctx->saved_data["blank"] = blank;
-    ctx->saved_data["zero_infinity"] = zero_infinity;
     ctx->mark_non_differentiable({lp});
     return {loss, lp};
   }
@@ -134,28 +140,10 @@ class CtcFromLogitsFunction : public torch::autograd::Function<CtcFromLogitsFunc
     at::Tensor grad_logits;
     {
       at::Tensor lp = at::log_softmax(logits.to(at::kFloat), -1).contiguous();
-      const cuda::CtcParams p = params_of(lp, s[1], s[2], s[3], ctx->saved_data["blank"].toInt(),
-                                          ctx->saved_data["zero_infinity"].toBool());
-      const at::Tensor alphas = ctx->saved_data["alphas"].toTensor();
-      const at::Tensor nll = ctx->saved_data["nll"].toTensor();
-      const at::Tensor grad_loss = grad_outputs[0].defined() ? grad_outputs[0].to(at::kFloat)
-                                                             : at::zeros({p.batch}, lp.options());
-      at::Tensor grad = at::empty_like(lp);
-      {
-        const at::Tensor ab = at::empty_like(alphas);
-        const at::Tensor links =
-            at::empty({2, p.batch, cuda::ctc_states(p)}, lp.options().dtype(at::kInt));
-        cuda::CtcGrads g;
-        g.alphas = alphas.data_ptr<float>();
-        g.nll = nll.data_ptr<float>();
-        g.grad_loss = grad_loss.data_ptr<float>();
-        g.grad_loss_stride = grad_loss.stride(0);
-        g.ab = ab.data_ptr<float>();
-        g.links = links.data_ptr<int32_t>();
-        g.grad = grad.data_ptr<float>();
-        check_cuda_launch(cuda::ctc_loss_backward(p, g, at::cuda::getCurrentCUDAStream().stream()),
-                          "ctc_loss_from_logits", "backward");
-      }
+      const at::Tensor grad_loss = grad_outputs[0].defined()
+                                       ? grad_outputs[0].to(at::kFloat)
+                                       : at::zeros({lp.size(0)}, lp.options());
+      at::Tensor grad = backward_of(ctx, lp, s, grad_loss, "ctc_loss_from_logits");
       // The log-softmax's backward, grad - exp(lp) * sum_v(grad), in place in the gradient:
       // exp(lp) overwrites lp, which is not needed after it.
       const at::Tensor row_sums = grad.sum(-1, /*keepdim=*/true);
@@ -179,20 +167,32 @@ int64_t ctc_cuda_max_target() { return cuda::ctc_max_target(); }
 int64_t ctc_cuda_max_target() { return 0; }
 #endif
 
-at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
-                    const at::Tensor& input_lengths, const at::Tensor& target_lengths,
-                    int64_t blank, bool zero_infinity) {
-  if (log_probs.dim() != 3 || targets.dim() != 2 || targets.size(0) != log_probs.size(0) ||
-      input_lengths.dim() != 1 || input_lengths.size(0) != log_probs.size(0) ||
-      target_lengths.dim() != 1 || target_lengths.size(0) != log_probs.size(0)) {
+namespace {
+
+// The shapes ctc_loss takes: scores (B, T, V) (log-probabilities or logits), targets (B, S),
+// lengths (B), and a blank among the V classes.
+void check_inputs(const at::Tensor& scores, const at::Tensor& targets,
+                  const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                  int64_t blank) {
+  if (scores.dim() != 3 || targets.dim() != 2 || targets.size(0) != scores.size(0) ||
+      input_lengths.dim() != 1 || input_lengths.size(0) != scores.size(0) ||
+      target_lengths.dim() != 1 || target_lengths.size(0) != scores.size(0)) {
     throw_input_error(
         "ctc_loss: log_probs must be (B, T, V), targets (B, S), input_lengths and "
         "target_lengths (B)");
   }
-  if (blank < 0 || blank >= log_probs.size(2)) {
+  if (blank < 0 || blank >= scores.size(2)) {
     throw_input_error("ctc_loss: blank " + std::to_string(blank) + " is outside the " +
-                      std::to_string(log_probs.size(2)) + " classes");
+                      std::to_string(scores.size(2)) + " classes");
   }
+}
+
+}  // namespace
+
+at::Tensor ctc_loss(const at::Tensor& log_probs, const at::Tensor& targets,
+                    const at::Tensor& input_lengths, const at::Tensor& target_lengths,
+                    int64_t blank, bool zero_infinity) {
+  check_inputs(log_probs, targets, input_lengths, target_lengths, blank);
 #ifdef MASR_WITH_CUDA
   if (log_probs.is_cuda() && targets.size(1) <= cuda::ctc_max_target()) {
     const at::Device device = log_probs.device();
@@ -212,15 +212,13 @@ CtcFromLogits ctc_loss_from_logits(const at::Tensor& logits, const at::Tensor& t
   if (logits.dim() != 3 || !at::isFloatingType(logits.scalar_type())) {
     throw_input_error("ctc_loss_from_logits: logits must be floating-point (B, T, V)");
   }
+  check_inputs(logits, targets, input_lengths, target_lengths, blank);
 #ifdef MASR_WITH_CUDA
   // Off unless MASR_CTC_FROM_LOGITS=1 until a GPU run has checked it against the two ops and
   // measured the memory it saves.
   const char* setting = std::getenv("MASR_CTC_FROM_LOGITS");
   const bool fused = setting != nullptr && std::string(setting) == "1";
-  if (fused && logits.is_cuda() && targets.dim() == 2 && targets.size(0) == logits.size(0) &&
-      targets.size(1) <= cuda::ctc_max_target() && input_lengths.dim() == 1 &&
-      input_lengths.size(0) == logits.size(0) && target_lengths.dim() == 1 &&
-      target_lengths.size(0) == logits.size(0) && blank >= 0 && blank < logits.size(2)) {
+  if (fused && logits.is_cuda() && targets.size(1) <= cuda::ctc_max_target()) {
     const at::Device device = logits.device();
     const variable_list out = CtcFromLogitsFunction::apply(
         logits.contiguous(), long_on(targets, device), long_on(input_lengths, device),

@@ -38,7 +38,21 @@ at::Tensor reduce(const at::Tensor& summed_or_elems, int64_t batch, LossReductio
 
 // The per-utterance CTC losses reduced as SpeechBrain does.
 at::Tensor reduce_ctc(const at::Tensor& losses, const at::Tensor& targets,
-                      const at::Tensor& target_lengths, LossReduction reduction);
+                      const at::Tensor& target_lengths, LossReduction reduction) {
+  // SB passes reduction "sum" for batchmean and divides by the batch size afterwards; "mean"
+  // is torch's: each loss divided by its target length (at least 1), then averaged. The same
+  // operations as at::ctc_loss's own reductions, so the CPU results are unchanged.
+  switch (reduction) {
+    case LossReduction::kBatchMean:
+      return losses.sum() / static_cast<double>(targets.size(0));
+    case LossReduction::kMean:
+      return (losses / target_lengths.to(losses.device(), losses.scalar_type()).clamp_min(1))
+          .mean();
+    case LossReduction::kSum:
+      break;
+  }
+  return losses.sum();
+}
 
 }  // namespace
 
@@ -80,27 +94,6 @@ CtcLossOfLogits ctc_loss_of_logits(const at::Tensor& logits, const at::Tensor& t
                                 target_lengths, blank, /*zero_infinity=*/true);
   return {reduce_ctc(r.losses, targets, target_lengths, reduction), r.log_probs};
 }
-
-namespace {
-
-at::Tensor reduce_ctc(const at::Tensor& losses, const at::Tensor& targets,
-                      const at::Tensor& target_lengths, LossReduction reduction) {
-  // SB passes reduction "sum" for batchmean and divides by the batch size afterwards; "mean"
-  // is torch's: each loss divided by its target length (at least 1), then averaged. The same
-  // operations as at::ctc_loss's own reductions, so the CPU results are unchanged.
-  switch (reduction) {
-    case LossReduction::kBatchMean:
-      return losses.sum() / static_cast<double>(targets.size(0));
-    case LossReduction::kMean:
-      return (losses / target_lengths.to(losses.device(), losses.scalar_type()).clamp_min(1))
-          .mean();
-    case LossReduction::kSum:
-      break;
-  }
-  return losses.sum();
-}
-
-}  // namespace
 
 at::Tensor kldiv_loss(const at::Tensor& log_probs, const at::Tensor& targets,
                       const at::Tensor& target_rel, double label_smoothing, int64_t pad_index,
