@@ -60,6 +60,15 @@ struct FusedAdam::State {
   // when steps may have been skipped on the device.
   std::unordered_map<const void*, at::Tensor> steps;
   bool skippable = false;  // a step was given a found_inf flag
+
+  // The device step count of `p`, made from its host count the first time.
+  at::Tensor& step_of(const at::Tensor& p, int64_t host_count) {
+    at::Tensor& step = steps[p.unsafeGetTensorImpl()];
+    if (!step.defined()) {
+      step = at::full({}, static_cast<double>(host_count), p.options().dtype(at::kFloat));
+    }
+    return step;
+  }
 };
 
 FusedAdam::FusedAdam(torch::optim::Optimizer& optimizer, OptimizerConfig config)
@@ -99,12 +108,7 @@ void FusedAdam::prepare() {
   const bool adamw = config_.type == "AdamW";
   for (auto& group : optimizer_.param_groups()) {
     for (const auto& p : group.params()) {
-      auto make = [&](auto& st) {
-        at::Tensor& step = state_->steps[p.unsafeGetTensorImpl()];
-        if (!step.defined()) {
-          step = at::full({}, static_cast<double>(st.step()), p.options().dtype(at::kFloat));
-        }
-      };
+      auto make = [&](auto& st) { (void)state_->step_of(p, st.step()); };
       if (adamw) {
         make(param_state<torch::optim::AdamWParamState>(optimizer_, p, config_.amsgrad));
       } else {
@@ -141,11 +145,7 @@ void FusedAdam::step(const at::Tensor& found_inf, const at::Tensor& lr_on_device
         exp_avgs.push_back(st.exp_avg());
         exp_avg_sqs.push_back(st.exp_avg_sq());
         if (config_.amsgrad) max_sqs.push_back(st.max_exp_avg_sq());
-        at::Tensor& step = state_->steps[p.unsafeGetTensorImpl()];
-        if (!step.defined()) {
-          step = at::full({}, static_cast<double>(st.step()), p.options().dtype(at::kFloat));
-        }
-        steps.push_back(step);
+        steps.push_back(state_->step_of(p, st.step()));
         st.step(st.step() + 1);
       };
       if (adamw) {
@@ -156,33 +156,30 @@ void FusedAdam::step(const at::Tensor& found_inf, const at::Tensor& lr_on_device
     }
     if (params.empty()) continue;
     at::_foreach_add_(steps, 1);
+    // The update at `rate`: a double, or a 0-dim tensor that the kernels read on the device.
+    auto update = [&](const auto& rate) {
+      if (adamw) {
+        at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, rate, config_.beta1,
+                          config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
+                          /*maximize=*/false, /*grad_scale=*/c10::nullopt,
+                          /*found_inf=*/skip);
+      } else {
+        at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, rate, config_.beta1,
+                         config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
+                         /*maximize=*/false, /*grad_scale=*/c10::nullopt,
+                         /*found_inf=*/skip);
+      }
+    };
     const double lr = group.options().get_lr();
 #if MASR_HAS_TENSOR_LR
     if (lr_on_device.defined()) {
-      if (adamw) {
-        at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr_on_device,
-                          config_.beta1, config_.beta2, config_.weight_decay, config_.eps,
-                          config_.amsgrad, /*maximize=*/false, /*grad_scale=*/c10::nullopt,
-                          /*found_inf=*/skip);
-      } else {
-        at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr_on_device,
-                         config_.beta1, config_.beta2, config_.weight_decay, config_.eps,
-                         config_.amsgrad, /*maximize=*/false, /*grad_scale=*/c10::nullopt,
-                         /*found_inf=*/skip);
-      }
-      if (skip) at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), found_inf));
-      continue;
-    }
-#endif
-    if (adamw) {
-      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, config_.beta1,
-                        config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
-                        /*maximize=*/false, /*grad_scale=*/c10::nullopt, /*found_inf=*/skip);
+      update(lr_on_device);
     } else {
-      at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, config_.beta1,
-                       config_.beta2, config_.weight_decay, config_.eps, config_.amsgrad,
-                       /*maximize=*/false, /*grad_scale=*/c10::nullopt, /*found_inf=*/skip);
+      update(lr);
     }
+#else
+    update(lr);
+#endif
     // As torch.optim's fused Adam: a skipped step takes its count back (found_inf is 0 or 1).
     if (skip) at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), found_inf));
   }

@@ -75,8 +75,7 @@ bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, std::vector<at::Te
       // the device step counts, the skip counters and the learning rate.
       fused_->prepare();
       const at::TensorOptions on = parameters_.front().options();
-      skipped_steps_on_device_ = at::zeros({}, on.dtype(at::kLong));
-      skipped_batches_on_device_ = at::zeros({}, on.dtype(at::kLong));
+      make_skip_counters();
       if (FusedAdam::tensor_lr()) lr_on_device_ = at::full({}, lr(), on.dtype(at::kFloat));
     }
     in_graph_ = true;
@@ -138,10 +137,7 @@ void OptimizerStepper::step_unless_nonfinite(const at::Tensor& norm) {
     const at::Tensor nonfinite = at::isfinite(norm).logical_not();
     fused_->step(nonfinite.to(at::kFloat), lr_on_device_);
     const at::Tensor count = nonfinite.to(at::kLong);
-    if (!skipped_steps_on_device_.defined()) {
-      skipped_steps_on_device_ = at::zeros({}, count.options());
-      skipped_batches_on_device_ = at::zeros({}, count.options());
-    }
+    make_skip_counters();
     skipped_steps_on_device_.add_(count);
     skipped_batches_on_device_.add_(count, accumulated_);
     return;
@@ -158,6 +154,13 @@ void OptimizerStepper::step_unless_nonfinite(const at::Tensor& norm) {
   } else {
     optimizer_->step();
   }
+}
+
+void OptimizerStepper::make_skip_counters() {
+  if (skipped_steps_on_device_.defined()) return;
+  const at::TensorOptions on = parameters_.front().options().dtype(at::kLong);
+  skipped_steps_on_device_ = at::zeros({}, on);
+  skipped_batches_on_device_ = at::zeros({}, on);
 }
 
 SkippedSteps OptimizerStepper::take_skipped() {

@@ -96,6 +96,8 @@ class OptimizerStepper {
   void step_unless_nonfinite(const at::Tensor& norm);
   // What follows every step: the scaler's update, counters, the learning-rate schedule.
   void after_step();
+  // The device skip counters (fused path), made once on the parameters' device.
+  void make_skip_counters();
 
   const TrainConfig& config_;
   std::vector<at::Tensor> parameters_;
