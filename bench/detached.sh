@@ -9,6 +9,11 @@
 #
 # COMMANDS run with .devdeps/env.sh sourced and OUT=/tmp/gpu-out (gpu_train.sh's results, kept
 # between calls; PACK=0). The log is /tmp/detached.log; its last line is "DETACHED DONE rc=N".
+# They run in a snapshot of the tree, /tmp/masr-tree (its build-cuda/ kept from one start to the
+# next, so a second start rebuilds only what changed): every device call replaces the tree it
+# arrives in, and a build reading that tree fails when a later call lands in the middle of it
+# (2026-11-29: "ops/selective_scan_cuda_kernels.h: No such file or directory" 41 s into a build).
+# The binary is /tmp/masr-tree/build-cuda/bin/mamba-asr (for gpu_session.sh: SKIP_BUILD=1 MASR_BIN=...).
 # Example (the 2026-11-28 scaling session, 4 GPUs):
 #   bash bench/detached.sh start 'BUILD_TESTS=1 NO_REF=1 bash bench/gpu_train.sh build cudatests &&
 #     DATA=.ddpdata SCALE_EPOCHS=3 EPOCH_BATCHES=446 COPIES=20 \
@@ -24,8 +29,12 @@ case "${1:-}" in
     fi
     # A copy of the carried data outside the tree: the next call's transfer replaces the tree.
     [[ -d .ddpdata ]] && rm -rf /tmp/ddpdata-keep && cp -r .ddpdata /tmp/ddpdata-keep
-    mkdir -p /tmp/gpu-out
-    setsid nohup bash -c "cd '$PWD' && source .devdeps/env.sh && export OUT=/tmp/gpu-out PACK=0 &&
+    mkdir -p /tmp/gpu-out /tmp/masr-tree
+    # The snapshot: every file of this tree but its builds and .git (the build's version falls
+    # back to what the tree says without it), over the previous snapshot and its build folder.
+    tar --exclude=./build --exclude=./build-cuda --exclude=./.git -cf - . | tar -xf - -C /tmp/masr-tree ||
+      { echo "detached.sh: could not copy the tree to /tmp/masr-tree" >&2; exit 1; }
+    setsid nohup bash -c "cd /tmp/masr-tree && source .devdeps/env.sh && export OUT=/tmp/gpu-out PACK=0 &&
       echo \"DETACHED START \$(date -u +%T)\" && { $2 ; }; echo \"DETACHED DONE rc=\$? \$(date -u +%T)\"" \
       > "$log" 2>&1 < /dev/null &
     echo $! > /tmp/detached.pid

@@ -14,8 +14,8 @@
 #   shapesum  the synthetic step at each batch shape of a scale run's last epoch (SHAPES_RUN,
 #             default new1: bench train-step --shapes-from), summed, against that epoch's time
 #   memab     peak memory and speed of the ConMamba-L S2S step: the reference, the graph with the
-#             optimizer inside (also with MASR_CTC_FROM_LOGITS=1) and outside
-#             (MASR_GRAPH_OPTIMIZER=0), PAIRS rounds; op by op once
+#             optimizer inside (also on two streams, MASR_COMPUTE_STREAM=0) and outside
+#             (MASR_GRAPH_OPTIMIZER=0), PAIRS rounds; op by op once on one stream, once on two
 #   graphab   the ConMamba-L S2S step op by op (MASR_CUDA_GRAPHS=0) against CUDA-graph replay,
 #             PAIRS pairs, and once each at the scale corpus's mean batch
 #   stepab    the ConMamba-L S2S step of this tree against .base's binary, PAIRS pairs
@@ -149,7 +149,7 @@ stage_stepL() {
 }
 
 # The A/B switches of this tree (docs/training.md): every one off.
-OLD_ENV="MASR_GRAD_SLICES=0 MASR_CONV_MODULE_MATMUL=0 MASR_CUDA_GRAPHS=0 MASR_GRAPH_OPTIMIZER=0"
+OLD_ENV="MASR_GRAD_SLICES=0 MASR_CONV_MODULE_MATMUL=0 MASR_CUDA_GRAPHS=0 MASR_GRAPH_OPTIMIZER=0 MASR_COMPUTE_STREAM=0"
 
 # The ConMamba-L S2S step with every A/B switch off and on, in PAIRS alternating pairs (no .base
 # build needed), then with one switch off at a time.
@@ -166,25 +166,26 @@ stage_stepswitch() {
 
 # Peak memory and speed of the ConMamba-L S2S step (16 x 30 s, bf16) against the reference, in
 # PAIRS rounds of: the reference, the graph with the optimizer's update inside (the default for
-# one GPU), the same with the CTC loss from the logits (MASR_CTC_FROM_LOGITS=1), the graph with
-# the update outside (MASR_GRAPH_OPTIMIZER=0: flat gradient buffers); then op by op
-# (MASR_CUDA_GRAPHS=0) once.
+# one GPU), the same on two streams (MASR_COMPUTE_STREAM=0: op-by-op steps on the default stream,
+# captures on another, each with its cuBLAS workspaces), the graph with the update outside
+# (MASR_GRAPH_OPTIMIZER=0: flat gradient buffers); then op by op (MASR_CUDA_GRAPHS=0) once on one
+# stream and once on the default stream.
 stage_memab() {
   local L=.ref/mamba_asr/hparams i
   for i in $(seq 1 "$PAIRS"); do
     ref_step "ref-s2s-L-$i" $L/S2S/conmamba_large.yaml 16 30
     ours_step "whole-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30
-    (export MASR_CTC_FROM_LOGITS=1; ours_step "ctcl-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30)
+    (export MASR_COMPUTE_STREAM=0; ours_step "twos-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30)
     (export MASR_GRAPH_OPTIMIZER=0; ours_step "gout-s2s-L-$i" hparams/S2S/conmamba_large.yaml bf16 16 30)
   done
   (export MASR_CUDA_GRAPHS=0; ours_step eager-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
+  (export MASR_CUDA_GRAPHS=0 MASR_COMPUTE_STREAM=0; ours_step eager-twos-s2s-L hparams/S2S/conmamba_large.yaml bf16 16 30)
   grep -A40 'train-step profile' "$OUT/whole-s2s-L-1.err" | tee -a "$OUT/summary.txt"
   # Where the memory goes (MASR_MEMLOG=1: the allocator at each phase of the first steps), and
   # what the cuBLAS workspaces hold (none: CUBLAS_WORKSPACE_CONFIG=:0:0), graph and op by op.
   local v
-  for v in "memlog-whole MASR_MEMLOG=1" "memlog-ctcl MASR_MEMLOG=1 MASR_CTC_FROM_LOGITS=1" \
-           "memlog-eager MASR_MEMLOG=1 MASR_CUDA_GRAPHS=0" "nows-whole CUBLAS_WORKSPACE_CONFIG=:0:0" \
-           "nows-eager CUBLAS_WORKSPACE_CONFIG=:0:0 MASR_CUDA_GRAPHS=0"; do
+  for v in "memlog-whole MASR_MEMLOG=1" "memlog-twos MASR_MEMLOG=1 MASR_COMPUTE_STREAM=0" \
+           "memlog-eager MASR_MEMLOG=1 MASR_CUDA_GRAPHS=0" "nows-whole CUBLAS_WORKSPACE_CONFIG=:0:0"; do
     set -- $v
     (export "${@:2}"; CUDA_VISIBLE_DEVICES=0 "$BIN" --device cuda bench train-step \
        --hparams hparams/S2S/conmamba_large.yaml --precision bf16 --batch 16 --seconds 30 \

@@ -25,6 +25,7 @@
 #include "models/torch_save_reader.h"
 #include "nn/checkpoint.h"
 #include "runtime/autocast.h"
+#include "runtime/compute_stream.h"
 #include "runtime/kineto_trace.h"
 #include "runtime/peak_memory.h"
 #include "train/asr_task.h"
@@ -99,6 +100,9 @@ std::string shape_note(const StepSpec& spec) {
 }  // namespace
 
 struct TrainStepBench::State {
+  // First made, last gone: every step on one CUDA stream, as `train` runs them
+  // (runtime/compute_stream.h).
+  std::unique_ptr<runtime::ComputeStream> stream;
   train::TrainConfig config;
   std::unique_ptr<train::AsrTask> task;
   std::unique_ptr<train::OptimizerStepper> stepper;
@@ -113,6 +117,7 @@ TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const runtime::Device
   s.config = train::train_config_from(hp);
   s.config.grad_accumulation_factor = 1;  // every timed step is a full optimizer step
   s.device = runtime::torch_device(device);
+  s.stream = std::make_unique<runtime::ComputeStream>(s.device);
   // Autocast is CUDA-only (runtime/autocast.h).
   if (!s.device.is_cuda()) s.config.precision = runtime::Precision::kFp32;
   s.task = std::make_unique<train::AsrTask>(hp);

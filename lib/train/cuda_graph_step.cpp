@@ -278,7 +278,13 @@ struct GraphedSteps::Impl {
                     double divisor) {
     const c10::DeviceIndex device = static_inputs.front().device().index();
     const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device);
-    if (!stream) stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+    // The current stream when it is not the default one (runtime/compute_stream.h: op-by-op
+    // steps and captures then share cuBLAS's workspaces), else one of the pool.
+    if (!stream) {
+      stream = current != c10::cuda::getDefaultCUDAStream(device)
+                   ? current
+                   : c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+    }
     // A pool lives while a graph holds it: with none held (the first capture, or all
     // dropped), a new one.
     if (stats.graphs == 0) pool = at::cuda::graph_pool_handle();

@@ -18,6 +18,7 @@
 #include "core/string_printf.h"
 #include "nn/checkpoint.h"
 #include "runtime/autocast.h"
+#include "runtime/compute_stream.h"
 #include "runtime/device.h"
 #include "runtime/peak_memory.h"
 #include "train/asr_train_task.h"
@@ -152,6 +153,9 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
 TrainLoop::~TrainLoop() = default;
 
 TrainOutcome TrainLoop::fit() {
+  // Every step, captured or op by op, validation and checkpoints on one CUDA stream: cuBLAS
+  // keeps a workspace per thread and stream (runtime/compute_stream.h).
+  const runtime::ComputeStream compute_stream(device_);
   if (auto latest = checkpointer_->latest()) {
     restore(*latest);
   } else if (!options_.init_model.empty()) {
@@ -265,7 +269,12 @@ bool TrainLoop::train_epoch(int64_t epoch) {
                       " batches (was " + task_->train_set().origin + " changed?)");
   }
   task_->set_training(true);
-  if (device_.is_cuda()) runtime::reset_peak_memory(cuda_choice());
+  // A replayed graph allocates nothing: its memory was allocated, and counted, when it was
+  // captured. With graphs held, the peak therefore runs on from the epochs that captured them
+  // (else an epoch of replays alone would report only the weights and optimizer state).
+  if (device_.is_cuda() && (!graphs_ || graphs_->stats().graphs == 0)) {
+    runtime::reset_peak_memory(cuda_choice());
+  }
   if (graphs_) {
     // The run's first epoch counts shapes; captures start with its second (cuda_graph_step.h).
     if (first_epoch_of_run_ < 0) first_epoch_of_run_ = epoch;

@@ -82,8 +82,14 @@
 # options, as bundle.sh takes them), QUICK_EVAL_UTTS (300), EVAL (0; 1: bundle.sh eval as well),
 # REQUIRE_WARM (0; 1: fail when previous weights were carried and a training did not start from
 # them), PAYLOAD_WAIT_S (900: how long the driver waits for carried pieces),
-# SKIP_BUILD (set: no build, MASR_BIN as it is; for trials without a GPU), MASR_BIN
-# (build-cuda/bin/mamba-asr), PART_MIB (15: the size of the weight parts), SESSION_DIR
+# VARIANTS (a variants file of recipes/synth/variants.sh, relative to the repository, e.g.
+# recipes/synth/variants-learn.tsv: instead of bundle.sh train, those trainings side by side for
+# MINUTES each, VARIANT_WORKERS (2) loader workers each; their table goes into summary.md, their
+# logs into logs.tar.gz, no weights come back), TRAIN_AFTER (a path: training waits until it exists, e.g. a benchmark sharing the lease that
+# creates it when it is done with the GPU; synthesis does not wait),
+# SKIP_BUILD (set: no build, MASR_BIN as it is: built by another job of the lease or, for trials
+# without a GPU, on the CPU), MASR_BIN (the build's: $SESSION_DIR/src/build-cuda/bin/mamba-asr;
+# with SKIP_BUILD, the tree's build-cuda/bin/mamba-asr), PART_MIB (15: the size of the weight parts), SESSION_DIR
 # (/tmp/gpu-session), SESSION_LOG (/tmp/gpu-session.log).
 # pack: SYNTH_SET (.synthdeps/train), PREV (out/gpu-session/prev; git-ignored), PREV_LM (1; 0: leave
 # the LM out), CARRY_LIMIT_MIB (64), CARRY_MARGIN_MIB (1). unpack: PREV, RUNS (out/gpu-session/runs).
@@ -403,7 +409,7 @@ warm_check() {
 }
 
 wait_build() {
-  [[ -n ${SKIP_BUILD:-} ]] && return 0
+  [[ -n ${SKIP_BUILD:-} ]] && { [[ -x $BIN ]] || echo "gpu_session: SKIP_BUILD is set and $BIN is missing"; [[ -x $BIN ]]; return; }
   while [[ ! -f $S/build/rc ]]; do sleep 5; done
   [[ $(cat "$S/build/rc") == 0 && -x $BIN ]]
 }
@@ -460,12 +466,21 @@ finish() {  # the results: at most 8 files, each under 16 MiB
     if [[ -f $asr/wer.md ]]; then
       echo; echo "bundle.sh eval (first $QUICK_EVAL_UTTS of each set):"; echo; cat "$asr/wer.md"
     fi
+    if [[ -f $S/variants/summary.md ]]; then
+      echo; echo "Variants ($VARIANTS, $MINUTES min each, side by side; recipes/synth/variants.sh):"; echo
+      cat "$S/variants/summary.md"
+    fi
   } > "$r/summary.md" 2>&1
   for f in "$asr"/{train.log,log.jsonl,train_log.txt,hyperparams.yaml} "$S/bundle/lm_train.log" \
            "$lm"/{log.jsonl,train_log.txt} "$S"/build/{summary.txt,build.log,cmake.log} \
            "$S/quick"/*.log "$LOG"; do
     if [[ -f $f ]]; then cp "$f" "$logs/$(echo "${f#"$S"/}" | tr '/' '_')"; fi
   done
+  if [[ -d $S/variants ]]; then  # each variant's logs and curves, not its checkpoints
+    for f in "$S"/variants/*/{train.log,train_log.txt,log.jsonl,variant.tsv,greedy.log,s2s.log}; do
+      if [[ -f $f ]]; then cp "$f" "$logs/$(echo "${f#"$S"/}" | tr '/' '_')"; fi
+    done
+  fi
   tar -czf "$r/logs.tar.gz" -C "$S" logs
   # The two logs asked for most, plain, while the file count allows (at most 8 come back).
   for f in "$asr/log.jsonl" "$asr/train.log"; do
@@ -499,7 +514,7 @@ phases() {
   if [[ -z ${SKIP_BUILD:-} ]]; then
     phase build "(detached: bench/gpu_train.sh build, log $S/build/)"
     mkdir -p "$S/build"
-    ( cd "$REPO" && OUT="$S/build" NO_REF=1 bash bench/gpu_train.sh build > "$S/build/stdout.log" 2>&1
+    ( cd "$S/src" && OUT="$S/build" NO_REF=1 bash bench/gpu_train.sh build > "$S/build/stdout.log" 2>&1
       echo $? > "$S/build/rc" ) &
   fi
   phase payload "(waiting for the synthesizers' pieces)"
@@ -514,12 +529,22 @@ phases() {
   bundle heldout || return 1
   phase text
   bundle text || return 1
+  if [[ -n ${TRAIN_AFTER:-} ]]; then  # the GPU is another job's until it creates this file
+    phase train-after "(waiting for $TRAIN_AFTER)"
+    while [[ ! -e $TRAIN_AFTER && ! -f $S/STOP ]]; do sleep 5; done
+  fi
   phase build-wait
   wait_build || { echo "gpu_session: the build failed: $S/build/"; tail -30 "$S/build/stdout.log"; return 1; }
   phase warm-start
   if ! warm_start && [[ ${REQUIRE_WARM:-0} == 1 ]]; then return 1; fi
   if [[ -f $S/STOP ]]; then
     phase train "skipped: stop was asked before training"
+  elif [[ -n ${VARIANTS:-} ]]; then
+    phase variants "($VARIANTS, MINUTES=$MINUTES each, side by side)"
+    LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" MINUTES="$MINUTES" DEVICE="$DEVICE" \
+      MASR_BIN="$BIN" WORKERS="${VARIANT_WORKERS:-2}" \
+      bash "$root/recipes/synth/variants.sh" "$root/$VARIANTS" "$S/bundle/data" "$S/variants" ||
+      echo "gpu_session: variants.sh failed"
   else
     phase train "(MINUTES=$MINUTES, detached from every call)"
     LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -548,16 +573,26 @@ start() {
   [[ -n ${SKIP_BUILD:-} || -f .devdeps/env.sh ]] || die "carry .devdeps in this call (the build needs it)"
   [[ $S == /tmp/?* ]] || die "SESSION_DIR must be a folder under /tmp, not '$S'"
   rm -rf "$S" && mkdir -p "$S/tree"
-  # The driver runs from a copy: later calls replace the tree under it.
+  # The driver runs from a copy: later calls replace the tree under it. So does the build, from a
+  # snapshot of the whole tree ($S/src; a build reading the tree itself fails when the next call
+  # lands in the middle of it).
   cp -r recipes scripts hparams "$S/tree/"
+  if [[ -z ${SKIP_BUILD:-} ]]; then
+    mkdir -p "$S/src"
+    tar --exclude=./build --exclude=./build-cuda --exclude=./.git --exclude=./.synthdeps \
+      --exclude=./.ddpdata --exclude=./models -cf - . | tar -xf - -C "$S/src" ||
+      die "could not copy the tree to $S/src"
+  fi
   receive
   local -a settings=(
     REPO="$root" SESSION_DIR="$S" SESSION_LOG="$LOG" HOURS="${HOURS:-20}" MINUTES="${MINUTES:-14}"
     SEED="${SEED:-1234}" JOBS="${JOBS:-12}" WORKERS="${WORKERS:-12}" HELDOUT_UTTS="${HELDOUT_UTTS:-2000}"
     DEVICE="${DEVICE:-cuda}" QUICK_EVAL_UTTS="${QUICK_EVAL_UTTS:-300}" EVAL="${EVAL:-0}"
     REQUIRE_WARM="${REQUIRE_WARM:-0}" PAYLOAD_WAIT_S="${PAYLOAD_WAIT_S:-900}" PART_MIB="${PART_MIB:-15}"
-    BIN="${MASR_BIN:-$root/build-cuda/bin/mamba-asr}" SKIP_BUILD="${SKIP_BUILD:-}"
-    ASR_ARGS="${ASR_ARGS:-}" LM_ARGS="${LM_ARGS:-}")
+    BIN="${MASR_BIN:-$([[ -n ${SKIP_BUILD:-} ]] && echo "$root" || echo "$S/src")/build-cuda/bin/mamba-asr}"
+    SKIP_BUILD="${SKIP_BUILD:-}"
+    ASR_ARGS="${ASR_ARGS:-}" LM_ARGS="${LM_ARGS:-}" TRAIN_AFTER="${TRAIN_AFTER:-}"
+    VARIANTS="${VARIANTS:-}" VARIANT_WORKERS="${VARIANT_WORKERS:-2}")
   printf '%q\n' "${settings[@]}" > "$S/settings"
   # bench/detached.sh's pattern: a new session (setsid) that outlives the call, its log, a last
   # line with the exit status; not detached.sh itself, which would give the synthesizers' Python
@@ -567,7 +602,7 @@ start() {
     > "$LOG" 2>&1 < /dev/null &
   echo $! > "$S/driver.pid"
   echo "gpu_session: started (pid $!), log $LOG, settings: $(tr '\n' ' ' < "$S/settings")"
-  # Return once the build has unpacked .devdeps (the next call removes it unless it is carried).
+  # Return once the build has started (a failure to configure shows in this call's output).
   if [[ -z ${SKIP_BUILD:-} ]]; then
     local end=$((SECONDS + 120))
     while ((SECONDS < end)) && [[ ! -f $S/build/cmake.log && ! -f $S/build/rc ]]; do sleep 2; done

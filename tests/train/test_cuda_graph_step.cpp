@@ -7,8 +7,13 @@
 
 #include <torch/torch.h>
 
+#ifdef MASR_WITH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -20,6 +25,7 @@
 #include "hparams/hparams.h"
 #include "padded_batch.h"
 #include "runtime/autocast.h"
+#include "runtime/compute_stream.h"
 #include "runtime/device_copy.h"
 #include "toolkit/registration.h"
 #include "train/asr_task.h"
@@ -571,4 +577,68 @@ TEST_CASE("a CUDA graph with the optimizer's update inside trains as the steps o
   CHECK(a.size() == twins.a.parameters().size());
   CHECK(b == a);
   CHECK(std::all_of(b.begin(), b.end(), [](int64_t n) { return n == 4; }));
+}
+
+TEST_CASE("a ComputeStream does nothing off CUDA", "[train]") {
+  const masr::runtime::ComputeStream stream(at::Device(at::kCPU));
+  CHECK_FALSE(stream.active());
+}
+
+TEST_CASE("on a ComputeStream, steps op by op and captured ones run on it and agree", "[.cuda]") {
+  if (!torch::cuda::is_available()) FAIL("no CUDA device");
+#ifdef MASR_WITH_CUDA
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  const at::Device cuda(at::kCUDA, 0);
+  const auto options = loss_options();
+  const c10::cuda::CUDAStream default_stream = c10::cuda::getDefaultCUDAStream(0);
+  {
+    const masr::runtime::ComputeStream compute(cuda);
+    REQUIRE(compute.active());
+    const c10::cuda::CUDAStream mine = c10::cuda::getCurrentCUDAStream(0);
+    CHECK(mine != default_stream);
+    AsrTask task(hp);
+    task.to(cuda);
+    prepare_task(task, options);
+    const std::vector<at::Tensor> params = task.parameters();
+    const auto fn = task.loss_of_inputs(options);
+    GraphedSteps graphed(params, /*capture=*/true);
+    GraphedSteps eager(params, /*capture=*/false);
+    for (int round = 0; round < 3; ++round) {
+      INFO("round " << round);
+      const AsrBatch batch = random_batch(2, 16000, 5, 300 + round).to(cuda);
+      const std::vector<at::Tensor> inputs = inputs_of(task, batch);
+      drop_grads(params);
+      const double l1 = eager.forward_backward(inputs, fn, 1.0, true).item<double>();
+      const std::vector<at::Tensor> want = grads_of(params);
+      drop_grads(params);
+      const double l2 = graphed.forward_backward(inputs, fn, 1.0, true).item<double>();
+      const std::vector<at::Tensor> got = grads_of(params);
+      CHECK(std::abs(l1 - l2) <= 1e-5 * std::abs(l1));
+      const double diff = relative_difference(got, want);
+      INFO("loss " << l1 << " vs " << l2 << ", largest relative gradient difference " << diff);
+      CHECK(diff <= 1e-5);
+      CHECK(c10::cuda::getCurrentCUDAStream(0) == mine);  // the capture gave it back
+    }
+    const masr::train::GraphStats s = graphed.stats();
+    INFO(s.to_string());
+    CHECK(s.captured == 1);
+    CHECK(s.replayed == 2);
+  }
+  CHECK(c10::cuda::getCurrentCUDAStream(0) == default_stream);
+  // MASR_COMPUTE_STREAM=0: the current stream stays.
+  const char* before = std::getenv("MASR_COMPUTE_STREAM");
+  const std::string previous = before != nullptr ? before : "";
+  ::setenv("MASR_COMPUTE_STREAM", "0", 1);
+  {
+    const masr::runtime::ComputeStream off(cuda);
+    CHECK_FALSE(off.active());
+    CHECK(c10::cuda::getCurrentCUDAStream(0) == default_stream);
+  }
+  if (before != nullptr) {
+    ::setenv("MASR_COMPUTE_STREAM", previous.c_str(), 1);
+  } else {
+    ::unsetenv("MASR_COMPUTE_STREAM");
+  }
+#endif
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# recipes/synth/variants.sh — short trainings side by side on one corpus and one GPU, to find out
+# what makes a recipe learn: each variant is one `mamba-asr train` with its own hparams, options
+# and environment, all stopped after the same wall-clock time, then compared on one table (the
+# last epoch's losses and accuracy, and for ASR variants CTC greedy and attention WER on the
+# first VALID_UTTS utterances of the validation set, decoded with the variant's averaged model).
+#
+#   recipes/synth/variants.sh VARIANTS.tsv DATA OUT
+#
+# VARIANTS.tsv: one variant per line, tab-separated: NAME, KIND (asr or lm), HPARAMS (relative to
+# the repository or absolute), ENV (VAR=VALUE[,VAR=VALUE...] or -), ARGS (more train options, or
+# nothing); '#' starts a comment line. DATA: a corpus folder as recipes/synth/bundle.sh makes it
+# ($OUT/data of bundle.sh: train.csv, valid_small.csv, test.csv; the LM text lm_train.txt and
+# lm_valid.txt in the folder above it). LM variants take the tokenizer of the first ASR variant
+# with a unigram tokenizer (they wait for it, as bundle.sh's LM does). OUT: a folder per variant,
+# and summary.md.
+#
+# Environment: MINUTES (10: each variant's wall-clock budget), WORKERS (2 loader workers per
+# variant), DEVICE (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200), DECODE (1; 0: no
+# decoding).
+# recipes/synth/variants-learn.tsv holds the variants of the 2026-11-29 question: why does the
+# bundle's S2S model stay at CTC blanks and its LM at a unigram model on the GPU?
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+[[ $# -eq 3 ]] || { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+variants="$1" data="$2" out="$3"
+minutes="${MINUTES:-10}" workers="${WORKERS:-2}" device="${DEVICE:-cuda}"
+bin="${MASR_BIN:-$root/build/bin/mamba-asr}" valid_utts="${VALID_UTTS:-200}"
+[[ -f $variants ]] || { echo "variants.sh: no file $variants" >&2; exit 2; }
+[[ -f $data/train.csv && -f $data/valid_small.csv ]] ||
+  { echo "variants.sh: $data lacks train.csv or valid_small.csv (bundle.sh corpus makes them)" >&2; exit 2; }
+[[ -x $bin ]] || { echo "variants.sh: no mamba-asr at $bin (MASR_BIN)" >&2; exit 2; }
+mkdir -p "$out"
+log() { printf '[variants %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+names=() kinds=() pids=()
+first_unigram_asr=""
+while IFS=$'\t' read -r name kind hparams envs args || [[ -n ${name:-} ]]; do
+  [[ -z ${name:-} || $name == \#* ]] && continue
+  [[ $hparams == /* ]] || hparams="$root/$hparams"
+  [[ -f $hparams ]] || { echo "variants.sh: $name: no hparams file $hparams" >&2; exit 2; }
+  case "$kind" in asr|lm) ;; *) echo "variants.sh: $name: KIND must be asr or lm, not '$kind'" >&2; exit 2 ;; esac
+  if [[ $kind == asr && -z $first_unigram_asr ]] && grep -q '^token_type: *unigram' "$hparams"; then
+    first_unigram_asr="$out/$name"
+  fi
+  names+=("$name") kinds+=("$kind")
+  dir="$out/$name"
+  mkdir -p "$dir"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$hparams" "${envs:--}" "${args:-}" > "$dir/variant.tsv"
+  env_list=()
+  [[ -z ${envs:-} || $envs == - ]] || IFS=',' read -r -a env_list <<< "$envs"
+  if [[ $kind == asr ]]; then
+    # shellcheck disable=SC2086
+    ( env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" train "$hparams" \
+        --data_folder "$data" --output_folder "$dir" --train_csv "$data/train.csv" \
+        --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" --num_workers "$workers" \
+        ${args:-} > "$dir/train.log" 2>&1 && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &
+  else
+    tok_dir="$first_unigram_asr"
+    [[ -n $tok_dir ]] || { echo "variants.sh: $name: an LM variant needs an ASR variant with a unigram tokenizer before it" >&2; exit 2; }
+    # shellcheck disable=SC2086
+    ( while ! compgen -G "$tok_dir/save/*_unigram.model" > /dev/null; do
+        [[ -f $tok_dir/rc ]] && { echo "the ASR variant ended without a tokenizer" > "$dir/train.log"; echo 1 > "$dir/rc"; exit 0; }
+        sleep 5
+      done
+      tok=$(compgen -G "$tok_dir/save/*_unigram.model" | head -1)
+      env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" train "$hparams" \
+        --data_folder "$data" --output_folder "$dir" --tokenizer_file "$tok" --train_csv null \
+        --valid_csv null --test_csv null --lm_train_data "$data/../lm_train.txt" \
+        --lm_valid_data "$data/../lm_valid.txt" --lm_test_data "$data/../lm_valid.txt" \
+        ${args:-} > "$dir/train.log" 2>&1 && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &
+  fi
+  pids+=($!)
+  log "$name ($kind): started"
+done < "$variants"
+((${#names[@]} > 0)) || { echo "variants.sh: $variants lists no variant" >&2; exit 2; }
+log "${#names[@]} variants for $minutes min each"
+wait "${pids[@]}" || true
+
+# wer_of DIR CSV OPTIONS...: "WER / CER" of one decode of the averaged model
+wer_of() {
+  local dir="$1" csv="$2" name="$3"; shift 3
+  if "$bin" --device "$device" decode --model "$dir/model.masr" "$@" "$csv" > "$dir/$name.txt" 2> "$dir/$name.log"; then
+    echo "$(sed -n 's/^%WER \([0-9.]*\) .*/\1/p' "$dir/$name.log" | tail -1) / $(sed -n 's/^%CER \([0-9.]*\) .*/\1/p' "$dir/$name.log" | tail -1)"
+  else
+    echo "failed"
+  fi
+}
+
+head -n $((valid_utts + 1)) "$data/valid_small.csv" > "$out/valid_head.csv"
+{
+  echo "| variant | kind | env | options | exit | epochs | last epoch line | CTC greedy WER / CER % | attention WER / CER % |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  for i in "${!names[@]}"; do
+    name="${names[$i]}" kind="${kinds[$i]}" dir="$out/${names[$i]}"
+    IFS=$'\t' read -r _ _ _ envs args < "$dir/variant.tsv"
+    rc=$(cat "$dir/rc" 2>/dev/null || echo "?")
+    # 124: the time budget (SIGTERM writes a checkpoint); then average what exists.
+    last=$(grep -E '^epoch [0-9]+:' "$dir/train.log" | tail -1 | cut -d';' -f1 || true)
+    epochs=$(grep -cE '^epoch [0-9]+:' "$dir/train.log" || true)
+    greedy="" att=""
+    if [[ $kind == asr && ($rc == 0 || $rc == 124) && ${DECODE:-1} == 1 ]]; then
+      IFS=$'\t' read -r _ _ hparams _ _ < "$dir/variant.tsv"
+      # shellcheck disable=SC2086
+      if "$bin" train "$hparams" --data_folder "$data" --output_folder "$dir" --average-only \
+          --train_csv "$data/train.csv" --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" \
+          ${args:-} >> "$dir/train.log" 2>&1 && [[ -f $dir/model.masr ]]; then
+        greedy=$(wer_of "$dir" "$out/valid_head.csv" greedy --search greedy)
+        grep -q '^seq_lin:' "$hparams" && att=$(wer_of "$dir" "$out/valid_head.csv" s2s --search s2s --beam 10)
+      else
+        greedy="no model"
+      fi
+    fi
+    echo "| $name | $kind | $envs | ${args:-} | $rc | $epochs | ${last:-none} | $greedy | $att |"
+  done
+} > "$out/summary.md"
+cat "$out/summary.md"

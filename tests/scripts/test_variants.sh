@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# tests/scripts/test_variants.sh — recipes/synth/variants.sh on the CPU: two small S2S variants
+# (one with an environment variable) and an LM that waits for the first one's tokenizer train side
+# by side until their time is up; the table then has a row per variant with the time budget's exit
+# status (124), an epoch line or none, and WER figures decoded from each ASR variant's averaged
+# model. Bad variant files and corpus folders are refused with exit 2 and a message. Exit 77
+# (skipped) without espeak-ng or sox.
+#   tests/scripts/test_variants.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src="$(cd "${1:?source dir}" && pwd)"
+bin="$(cd "${2:?build dir}" && pwd)/bin/mamba-asr"
+for t in espeak-ng sox soxi; do
+  command -v "$t" >/dev/null || { echo "SKIP: '$t' is missing (scripts/setup.sh installs it)"; exit 77; }
+done
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+v="$src/recipes/synth/variants.sh"
+
+# A corpus in bundle.sh's layout: data/{train,valid_small,test}.csv, LM text beside data/.
+mkdir -p "$tmp/c/data/wav"
+sentences=("THE CAT SAT ON THE MAT" "A DOG RAN IN THE PARK" "SHE READ A GOOD BOOK" "WE WALKED HOME LATE"
+           "THE SUN IS VERY BRIGHT" "HE PLAYS THE OLD PIANO" "BIRDS SING IN THE MORNING"
+           "THE RIVER FLOWS TO THE SEA")
+for f in train valid_small test; do echo "ID,duration,wav,spk_id,wrd" > "$tmp/c/data/$f.csv"; done
+i=0
+for s in "${sentences[@]}"; do
+  w="$tmp/c/data/wav/u$i.wav"
+  espeak-ng -w "$tmp/raw.wav" "$s" && sox -q "$tmp/raw.wav" -r 16000 "$w"
+  row="u$i,$(soxi -D "$w"),$w,spk,$s"
+  echo "$row" >> "$tmp/c/data/train.csv"
+  ((i < 3)) && echo "$row" >> "$tmp/c/data/valid_small.csv"
+  ((i < 2)) && echo "$row" >> "$tmp/c/data/test.csv"
+  i=$((i + 1))
+done
+printf '%s\n' "${sentences[@]}" > "$tmp/c/lm_train.txt"
+printf '%s\n' "${sentences[@]:0:3}" > "$tmp/c/lm_valid.txt"
+
+small="--num_encoder_layers 1 --num_decoder_layers 1 --d_model 32 --nhead 2 --d_ffn 64 --output_neurons 40"
+small+=" --batch_size 4 --dynamic_batching False"
+printf '# small variants\ns2s\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s\n' "$small" > "$tmp/v.tsv"
+printf 's2s-env\tasr\thparams/S2S/conmamba_synth_bundle.yaml\tMASR_CUDA_GRAPHS=0\t%s\n' "$small" >> "$tmp/v.tsv"
+printf 'lm\tlm\thparams/LM/transformer_synth_bundle.yaml\t-\t--d_model 32 --output_neurons 40 --batch_size 4\n' >> "$tmp/v.tsv"
+
+if MINUTES=0.4 DEVICE=cpu WORKERS=0 VALID_UTTS=3 MASR_BIN="$bin" bash "$v" "$tmp/v.tsv" "$tmp/c/data" "$tmp/out" \
+    > "$tmp/run.log" 2>&1; then
+  ok "variants.sh ran"
+else
+  bad "variants.sh failed: $(tail -5 "$tmp/run.log")"
+fi
+summary="$tmp/out/summary.md"
+if [[ -f $summary ]]; then
+  cat "$summary"
+  for name in s2s s2s-env lm; do
+    row=$(grep "^| $name |" "$summary" || true)
+    [[ -n $row ]] && ok "$name has a row" || bad "$name has no row"
+    # The time budget ended each run (124), or it finished its epochs first (0).
+    echo "$row" | awk -F'|' '{gsub(/ /, "", $6); exit !($6 == "124" || $6 == "0")}' &&
+      ok "$name: exit status of the time budget" || bad "$name: exit status in '$row'"
+  done
+  grep -q '^| s2s-env | asr | MASR_CUDA_GRAPHS=0 |' "$summary" && ok "the variant's environment is listed" ||
+    bad "s2s-env's environment is missing"
+  # WER / CER figures from the averaged models of both ASR variants.
+  [[ $(grep -cE '^\| s2s(-env)? \|.*\| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \|$' "$summary") == 2 ]] &&
+    ok "both ASR variants decoded (greedy and attention)" || bad "ASR variants without WER figures"
+  compgen -G "$tmp/out/lm/train.log" >/dev/null && grep -q "tokenizer" "$tmp/out/lm/train.log" &&
+    ok "the LM trained with the first S2S variant's tokenizer" || bad "the LM did not start: $(tail -3 "$tmp/out/lm/train.log")"
+else
+  bad "no summary.md: $(tail -5 "$tmp/run.log")"
+fi
+
+# Refusals: exit 2 with a message.
+refused() {  # name expected-message command...
+  local name="$1" want="$2"; shift 2
+  local rc=0
+  "$@" > "$tmp/err.log" 2>&1 || rc=$?
+  [[ $rc == 2 ]] && grep -q "$want" "$tmp/err.log" && ok "refused: $name" ||
+    bad "$name: rc $rc, $(cat "$tmp/err.log")"
+}
+printf 'x\tasr-or-what\thparams/S2S/conmamba_synth_bundle.yaml\t-\t\n' > "$tmp/bad_kind.tsv"
+refused "a bad kind" "KIND must be asr or lm" env MASR_BIN="$bin" bash "$v" "$tmp/bad_kind.tsv" "$tmp/c/data" "$tmp/o2"
+printf 'x\tasr\thparams/nope.yaml\t-\t\n' > "$tmp/bad_hp.tsv"
+refused "a missing hparams file" "no hparams file" env MASR_BIN="$bin" bash "$v" "$tmp/bad_hp.tsv" "$tmp/c/data" "$tmp/o3"
+printf 'x\tlm\thparams/LM/transformer_synth_bundle.yaml\t-\t\n' > "$tmp/lm_only.tsv"
+refused "an LM without an ASR variant" "needs an ASR variant" env MASR_BIN="$bin" bash "$v" "$tmp/lm_only.tsv" "$tmp/c/data" "$tmp/o4"
+refused "a folder without a corpus" "lacks train.csv" env MASR_BIN="$bin" bash "$v" "$tmp/v.tsv" "$tmp" "$tmp/o5"
+printf '# nothing\n' > "$tmp/empty.tsv"
+refused "a file without variants" "lists no variant" env MASR_BIN="$bin" bash "$v" "$tmp/empty.tsv" "$tmp/c/data" "$tmp/o6"
+
+((fails == 0)) || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"
