@@ -6,6 +6,8 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
@@ -78,6 +80,11 @@ FusedAdam::~FusedAdam() = default;
 
 bool FusedAdam::available(const std::vector<at::Tensor>& parameters) {
 #if MASR_HAS_FUSED_ADAM
+  // MASR_FUSED_ADAM=0: LibTorch's optimizer instead (a diagnostic: it reads the non-finite flag
+  // back, one host sync per step).
+  if (const char* v = std::getenv("MASR_FUSED_ADAM"); v != nullptr && std::strcmp(v, "0") == 0) {
+    return false;
+  }
   if (parameters.empty()) return false;
   const at::Device device = parameters.front().device();
   for (const auto& p : parameters) {
