@@ -58,4 +58,9 @@ ComputeStream::ComputeStream(const at::Device&) {}
 ComputeStream::~ComputeStream() = default;
 #endif
 
+bool small_cublas_workspaces_for_graphs() {
+  if (std::getenv("CUBLAS_WORKSPACE_CONFIG") != nullptr) return false;
+  return ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:2", /*overwrite=*/0) == 0;
+}
+
 }  // namespace masr::runtime

@@ -34,4 +34,14 @@ class ComputeStream {
   std::unique_ptr<Impl> impl_;
 };
 
+// Makes cuBLAS's workspaces 8 MiB (CUBLAS_WORKSPACE_CONFIG=:4096:2, LibTorch's size before
+// Hopper) instead of the 32 MiB LibTorch gives each one on Hopper, unless CUBLAS_WORKSPACE_CONFIG
+// is set already; true when it set it. LibTorch reads the variable at its first cuBLAS workspace,
+// so call it before any matrix product on a GPU. For steps replayed as CUDA graphs only: measured
+// on an H200 (ConMamba-L S2S bf16 16 x 30 s, one stream, 2026-11-29) the graphed step ran at
+// 98.7 ms against 98.3 and peaked 48 MiB lower (12,796 against 12,844 MiB), but steps op by op
+// were slower (141.8 ms, p10-p90 126-176, against 121.0), the smaller workspaces' algorithms
+// launching more kernels.
+bool small_cublas_workspaces_for_graphs();
+
 }  // namespace masr::runtime

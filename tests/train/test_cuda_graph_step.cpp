@@ -584,6 +584,22 @@ TEST_CASE("a ComputeStream does nothing off CUDA", "[train]") {
   CHECK_FALSE(stream.active());
 }
 
+TEST_CASE("cuBLAS workspaces for graphs: 8 MiB unless CUBLAS_WORKSPACE_CONFIG is set", "[train]") {
+  const char* before = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  const std::string previous = before != nullptr ? before : "";
+  ::unsetenv("CUBLAS_WORKSPACE_CONFIG");
+  CHECK(masr::runtime::small_cublas_workspaces_for_graphs());
+  CHECK(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")) == ":4096:2");
+  ::setenv("CUBLAS_WORKSPACE_CONFIG", ":0:0", 1);
+  CHECK_FALSE(masr::runtime::small_cublas_workspaces_for_graphs());
+  CHECK(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")) == ":0:0");
+  if (before != nullptr) {
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", previous.c_str(), 1);
+  } else {
+    ::unsetenv("CUBLAS_WORKSPACE_CONFIG");
+  }
+}
+
 TEST_CASE("on a ComputeStream, steps op by op and captured ones run on it and agree", "[.cuda]") {
   if (!torch::cuda::is_available()) FAIL("no CUDA device");
 #ifdef MASR_WITH_CUDA
