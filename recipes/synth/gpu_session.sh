@@ -82,7 +82,7 @@
 # options, as bundle.sh takes them), QUICK_EVAL_UTTS (300), EVAL (0; 1: bundle.sh eval as well),
 # REQUIRE_WARM (0; 1: fail when previous weights were carried and a training did not start from
 # them), PAYLOAD_WAIT_S (900: how long the driver waits for carried pieces),
-# VARIANTS (a variants file of recipes/synth/variants.sh, relative to the repository, e.g.
+# VARIANTS (a variants file of recipes/synth/variants.sh, relative to the tree or absolute, e.g.
 # recipes/synth/variants-learn.tsv: instead of bundle.sh train, those trainings side by side for
 # MINUTES each, VARIANT_WORKERS (2) loader workers each; their table goes into summary.md, their
 # logs into logs.tar.gz, no weights come back), TRAIN_AFTER (a path: training waits until it exists, e.g. a benchmark sharing the lease that
@@ -543,7 +543,7 @@ phases() {
     phase variants "($VARIANTS, MINUTES=$MINUTES each, side by side)"
     LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" MINUTES="$MINUTES" DEVICE="$DEVICE" \
       MASR_BIN="$BIN" WORKERS="${VARIANT_WORKERS:-2}" \
-      bash "$root/recipes/synth/variants.sh" "$root/$VARIANTS" "$S/bundle/data" "$S/variants" ||
+      bash "$root/recipes/synth/variants.sh" "$VARIANTS" "$S/bundle/data" "$S/variants" ||
       echo "gpu_session: variants.sh failed"
   else
     phase train "(MINUTES=$MINUTES, detached from every call)"
@@ -577,6 +577,12 @@ start() {
   # snapshot of the whole tree ($S/src; a build reading the tree itself fails when the next call
   # lands in the middle of it).
   cp -r recipes scripts hparams "$S/tree/"
+  local variants=""
+  if [[ -n ${VARIANTS:-} ]]; then  # the driver's own copy, as an absolute path
+    [[ -f $VARIANTS ]] || die "VARIANTS: no file $VARIANTS (give it relative to $root or absolute)"
+    variants="$S/tree/variants.tsv"
+    cp "$VARIANTS" "$variants"
+  fi
   if [[ -z ${SKIP_BUILD:-} ]]; then
     mkdir -p "$S/src"
     tar --exclude=./build --exclude=./build-cuda --exclude=./.git --exclude=./.synthdeps \
@@ -592,7 +598,7 @@ start() {
     BIN="${MASR_BIN:-$([[ -n ${SKIP_BUILD:-} ]] && echo "$root" || echo "$S/src")/build-cuda/bin/mamba-asr}"
     SKIP_BUILD="${SKIP_BUILD:-}"
     ASR_ARGS="${ASR_ARGS:-}" LM_ARGS="${LM_ARGS:-}" TRAIN_AFTER="${TRAIN_AFTER:-}"
-    VARIANTS="${VARIANTS:-}" VARIANT_WORKERS="${VARIANT_WORKERS:-2}")
+    VARIANTS="$variants" VARIANT_WORKERS="${VARIANT_WORKERS:-2}")
   printf '%q\n' "${settings[@]}" > "$S/settings"
   # bench/detached.sh's pattern: a new session (setsid) that outlives the call, its log, a last
   # line with the exit status; not detached.sh itself, which would give the synthesizers' Python
