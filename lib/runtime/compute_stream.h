@@ -7,7 +7,8 @@
 // stream, which makes two more. With everything on the capture's stream, op by op and captured
 // steps, validation and checkpoints share one pair: measured on one H200 (2026-11-29,
 // ConMamba-L S2S bf16 16 x 30 s) the graphed step held 95 MiB more than the op-by-op step, and
-// 99 of its MiB (71 of op by op's) were cuBLAS workspaces.
+// 99 of its MiB (71 of op by op's) were cuBLAS workspaces; on one stream it peaked at 12,844
+// instead of 12,876 MiB, 1.5 % faster (bench/results/2026-11-29-h200-memory-bundle.md).
 #pragma once
 
 #include <ATen/Device.h>
