@@ -16,14 +16,14 @@
 # and summary.md.
 #
 # Environment: MINUTES (10: each variant's wall-clock budget), WORKERS (2 loader workers per
-# variant), DEVICE (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200), DECODE (1; 0: no
-# decoding).
+# variant), THREADS (LibTorch CPU threads per variant; default: the cores shared out), DEVICE
+# (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200), DECODE (1; 0: no decoding).
 # recipes/synth/variants-learn.tsv holds the variants of the 2026-11-29 question: why does the
 # bundle's S2S model stay at CTC blanks and its LM at a unigram model on the GPU?
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-[[ $# -eq 3 ]] || { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[[ $# -eq 3 ]] || { awk 'NR > 1 && !/^#/ {exit} NR > 1' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 variants="$1" data="$2" out="$3"
 minutes="${MINUTES:-10}" workers="${WORKERS:-2}" device="${DEVICE:-cuda}"
 bin="${MASR_BIN:-$root/build/bin/mamba-asr}" valid_utts="${VALID_UTTS:-200}"
@@ -34,7 +34,8 @@ bin="${MASR_BIN:-$root/build/bin/mamba-asr}" valid_utts="${VALID_UTTS:-200}"
 mkdir -p "$out"
 log() { printf '[variants %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-names=() kinds=() pids=()
+# Every line checked before any run starts.
+names=() kinds=() hps=() envss=() argss=() toks=()
 first_unigram_asr=""
 while IFS=$'\t' read -r name kind hparams envs args || [[ -n ${name:-} ]]; do
   [[ -z ${name:-} || $name == \#* ]] && continue
@@ -44,38 +45,48 @@ while IFS=$'\t' read -r name kind hparams envs args || [[ -n ${name:-} ]]; do
   if [[ $kind == asr && -z $first_unigram_asr ]] && grep -q '^token_type: *unigram' "$hparams"; then
     first_unigram_asr="$out/$name"
   fi
-  names+=("$name") kinds+=("$kind")
+  if [[ $kind == lm && -z $first_unigram_asr ]]; then
+    echo "variants.sh: $name: an LM variant needs an ASR variant with a unigram tokenizer before it" >&2; exit 2
+  fi
+  names+=("$name") kinds+=("$kind") hps+=("$hparams") envss+=("${envs:--}") argss+=("${args:-}")
+  toks+=("$first_unigram_asr")
+done < "$variants"
+((${#names[@]} > 0)) || { echo "variants.sh: $variants lists no variant" >&2; exit 2; }
+# LibTorch's CPU threads: the cores shared out (each run would otherwise take them all).
+threads="${THREADS:-$(( $(nproc) / ${#names[@]} > 0 ? $(nproc) / ${#names[@]} : 1 ))}"
+
+pids=()
+for i in "${!names[@]}"; do
+  name="${names[$i]}" kind="${kinds[$i]}" hparams="${hps[$i]}" envs="${envss[$i]}" args="${argss[$i]}"
   dir="$out/$name"
   mkdir -p "$dir"
-  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$hparams" "${envs:--}" "${args:-}" > "$dir/variant.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$hparams" "$envs" "$args" > "$dir/variant.tsv"
   env_list=()
-  [[ -z ${envs:-} || $envs == - ]] || IFS=',' read -r -a env_list <<< "$envs"
+  [[ $envs == - ]] || IFS=',' read -r -a env_list <<< "$envs"
   if [[ $kind == asr ]]; then
     # shellcheck disable=SC2086
-    ( env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" train "$hparams" \
-        --data_folder "$data" --output_folder "$dir" --train_csv "$data/train.csv" \
+    ( env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" --threads "$threads" \
+        train "$hparams" --data_folder "$data" --output_folder "$dir" --train_csv "$data/train.csv" \
         --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" --num_workers "$workers" \
-        ${args:-} > "$dir/train.log" 2>&1 && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &
+        $args > "$dir/train.log" 2>&1 && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &
   else
-    tok_dir="$first_unigram_asr"
-    [[ -n $tok_dir ]] || { echo "variants.sh: $name: an LM variant needs an ASR variant with a unigram tokenizer before it" >&2; exit 2; }
+    tok_dir="${toks[$i]}"
     # shellcheck disable=SC2086
     ( while ! compgen -G "$tok_dir/save/*_unigram.model" > /dev/null; do
         [[ -f $tok_dir/rc ]] && { echo "the ASR variant ended without a tokenizer" > "$dir/train.log"; echo 1 > "$dir/rc"; exit 0; }
         sleep 5
       done
       tok=$(compgen -G "$tok_dir/save/*_unigram.model" | head -1)
-      env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" train "$hparams" \
-        --data_folder "$data" --output_folder "$dir" --tokenizer_file "$tok" --train_csv null \
-        --valid_csv null --test_csv null --lm_train_data "$data/../lm_train.txt" \
+      env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" --threads "$threads" \
+        train "$hparams" --data_folder "$data" --output_folder "$dir" --tokenizer_file "$tok" \
+        --train_csv null --valid_csv null --test_csv null --lm_train_data "$data/../lm_train.txt" \
         --lm_valid_data "$data/../lm_valid.txt" --lm_test_data "$data/../lm_valid.txt" \
-        ${args:-} > "$dir/train.log" 2>&1 && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &
+        $args > "$dir/train.log" 2>&1 && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &
   fi
   pids+=($!)
   log "$name ($kind): started"
-done < "$variants"
-((${#names[@]} > 0)) || { echo "variants.sh: $variants lists no variant" >&2; exit 2; }
-log "${#names[@]} variants for $minutes min each"
+done
+log "${#names[@]} variants for $minutes min each, $threads CPU thread(s) each"
 wait "${pids[@]}" || true
 
 # wer_of DIR CSV OPTIONS...: "WER / CER" of one decode of the averaged model
