@@ -52,6 +52,23 @@ while IFS=$'\t' read -r name kind hparams envs args || [[ -n ${name:-} ]]; do
   toks+=("$first_unigram_asr")
 done < "$variants"
 ((${#names[@]} > 0)) || { echo "variants.sh: $variants lists no variant" >&2; exit 2; }
+# Each variant's hparams and options resolved (train --dry-run), so that a mistyped option fails
+# here rather than leaving a run out of a GPU session.
+for i in "${!names[@]}"; do
+  # shellcheck disable=SC2086
+  if [[ ${kinds[$i]} == asr ]]; then
+    check=("$bin" train "${hps[$i]}" --dry-run --data_folder "$data" --train_csv "$data/train.csv"
+           --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" ${argss[$i]})
+  else
+    check=("$bin" train "${hps[$i]}" --dry-run --data_folder "$data" --tokenizer_file tokenizer.model
+           --train_csv null --valid_csv null --test_csv null ${argss[$i]})
+  fi
+  if ! "${check[@]}" > /dev/null 2> "$out/dry-run.err"; then
+    echo "variants.sh: ${names[$i]}: train --dry-run refuses it: $(grep -m1 -i 'error' "$out/dry-run.err" || tail -1 "$out/dry-run.err")" >&2
+    exit 2
+  fi
+done
+rm -f "$out/dry-run.err"
 # LibTorch's CPU threads: the cores shared out (each run would otherwise take them all).
 threads="${THREADS:-$(( $(nproc) / ${#names[@]} > 0 ? $(nproc) / ${#names[@]} : 1 ))}"
 

@@ -3,8 +3,9 @@
 # (one with an environment variable) and an LM that waits for the first one's tokenizer train side
 # by side until their time is up; the table then has a row per variant with the time budget's exit
 # status (124), an epoch line or none, and WER figures decoded from each ASR variant's averaged
-# model. Bad variant files and corpus folders are refused with exit 2 and a message. Exit 77
-# (skipped) without espeak-ng or sox.
+# model. Bad variant files (a wrong kind, a missing hparams file, an option the hparams lack, an LM
+# before any ASR variant, no variant) and corpus folders are refused with exit 2 and a message,
+# before anything starts. Exit 77 (skipped) without espeak-ng or sox.
 #   tests/scripts/test_variants.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src="$(cd "${1:?source dir}" && pwd)"
@@ -86,6 +87,9 @@ refused "a missing hparams file" "no hparams file" env MASR_BIN="$bin" bash "$v"
 printf 'x\tlm\thparams/LM/transformer_synth_bundle.yaml\t-\t\n' > "$tmp/lm_only.tsv"
 refused "an LM without an ASR variant" "needs an ASR variant" env MASR_BIN="$bin" bash "$v" "$tmp/lm_only.tsv" "$tmp/c/data" "$tmp/o4"
 refused "a folder without a corpus" "lacks train.csv" env MASR_BIN="$bin" bash "$v" "$tmp/v.tsv" "$tmp" "$tmp/o5"
+printf 'x\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t--augment_prob 0.0\n' > "$tmp/bad_option.tsv"
+refused "an option the hparams lack" "matches no top-level key" env MASR_BIN="$bin" bash "$v" "$tmp/bad_option.tsv" "$tmp/c/data" "$tmp/o7"
+[[ ! -e $tmp/o7/x ]] && ok "nothing started for a refused file" || bad "a run started before the refusal"
 printf '# nothing\n' > "$tmp/empty.tsv"
 refused "a file without variants" "lists no variant" env MASR_BIN="$bin" bash "$v" "$tmp/empty.tsv" "$tmp/c/data" "$tmp/o6"
 
