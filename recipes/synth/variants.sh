@@ -57,10 +57,10 @@ done < "$variants"
 for i in "${!names[@]}"; do
   # shellcheck disable=SC2086
   if [[ ${kinds[$i]} == asr ]]; then
-    check=("$bin" train "${hps[$i]}" --dry-run --data_folder "$data" --train_csv "$data/train.csv"
+    check=("$bin" --device cpu train "${hps[$i]}" --dry-run --data_folder "$data" --train_csv "$data/train.csv"
            --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" ${argss[$i]})
   else
-    check=("$bin" train "${hps[$i]}" --dry-run --data_folder "$data" --tokenizer_file tokenizer.model
+    check=("$bin" --device cpu train "${hps[$i]}" --dry-run --data_folder "$data" --tokenizer_file tokenizer.model
            --train_csv null --valid_csv null --test_csv null ${argss[$i]})
   fi
   if ! "${check[@]}" > /dev/null 2> "$out/dry-run.err"; then
