@@ -32,7 +32,8 @@ case "${1:-}" in
     mkdir -p /tmp/gpu-out /tmp/masr-tree
     # The snapshot: every file of this tree but its builds and .git (the build's version falls
     # back to what the tree says without it), over the previous snapshot and its build folder.
-    tar --exclude=./build --exclude=./build-cuda --exclude=./.git -cf - . | tar -xf - -C /tmp/masr-tree ||
+    tar --exclude=./build --exclude=./build-cuda --exclude=./.git --exclude=./out -cf - . |
+      tar -xf - -C /tmp/masr-tree ||
       { echo "detached.sh: could not copy the tree to /tmp/masr-tree" >&2; exit 1; }
     setsid nohup bash -c "cd /tmp/masr-tree && source .devdeps/env.sh && export OUT=/tmp/gpu-out PACK=0 &&
       echo \"DETACHED START \$(date -u +%T)\" && { $2 ; }; echo \"DETACHED DONE rc=\$? \$(date -u +%T)\"" \

@@ -586,7 +586,8 @@ start() {
   if [[ -z ${SKIP_BUILD:-} ]]; then
     mkdir -p "$S/src"
     tar --exclude=./build --exclude=./build-cuda --exclude=./.git --exclude=./.synthdeps \
-      --exclude=./.ddpdata --exclude=./models -cf - . | tar -xf - -C "$S/src" ||
+      --exclude=./.ddpdata --exclude=./models --exclude=./out --exclude=./results -cf - . |
+      tar -xf - -C "$S/src" ||
       die "could not copy the tree to $S/src"
   fi
   receive
