@@ -2,9 +2,7 @@
 // Conformer / ConMamba convolution module.
 #include "nn/conv_module.h"
 
-#include <cstdlib>
-#include <string>
-
+#include "core/env.h"
 #include "nn/masks.h"
 
 namespace masr::nn {
@@ -54,19 +52,15 @@ at::Tensor ConvolutionModuleImpl::forward(const at::Tensor& x, const at::Tensor&
   at::Tensor out;
   const auto* pointwise = bottleneck->ptr(0)->as<torch::nn::Conv1d>();
   // MASR_CONV_MODULE_MATMUL=0: the Conv1d path on CUDA too (for A/B timings).
-  static const bool cuda_matmul = [] {
-    const char* v = std::getenv("MASR_CONV_MODULE_MATMUL");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool cuda_matmul = !env_is("MASR_CONV_MODULE_MATMUL", "0");
   if (pointwise != nullptr && ((x.is_cuda() && cuda_matmul) || pointwise_as_matmul)) {
     // The pointwise conv as a matrix product on the (B, T, d) rows, GLU over the channels, and
     // one transposing copy for the depthwise conv: the Conv1d on the transposed LayerNorm output
     // copied its input in the forward and again in the backward, and the LayerNorm below copied
     // its transposed input and gradient (four copies of (B, T, d) per layer, bench/results/
     // 2026-11-28-h200-x4-scaling.md).
-    out = at::glu(F::linear(layer_norm->forward(x), pointwise->weight.squeeze(-1),
-                            pointwise->bias),
-                  -1);  // (B, T, d)
+    out = at::glu(F::linear(layer_norm->forward(x), pointwise->weight.squeeze(-1), pointwise->bias),
+                  -1);                                              // (B, T, d)
     out = zero_padding(out, lengths).transpose(1, 2).contiguous();  // (B, d, T)
   } else {
     out = bottleneck->forward(layer_norm->forward(x).transpose(1, 2));  // (B, d, T)

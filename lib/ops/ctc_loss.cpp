@@ -5,9 +5,9 @@
 
 #include <torch/torch.h>
 
-#include <cstdlib>
 #include <string>
 
+#include "core/env.h"
 #include "core/error.h"
 
 #ifdef MASR_WITH_CUDA
@@ -216,9 +216,8 @@ CtcFromLogits ctc_loss_from_logits(const at::Tensor& logits, const at::Tensor& t
 #ifdef MASR_WITH_CUDA
   // Off unless MASR_CTC_FROM_LOGITS=1 until a GPU run has checked it against the two ops and
   // measured the memory it saves.
-  const char* setting = std::getenv("MASR_CTC_FROM_LOGITS");
-  const bool fused = setting != nullptr && std::string(setting) == "1";
-  if (fused && logits.is_cuda() && targets.size(1) <= cuda::ctc_max_target()) {
+  if (env_is("MASR_CTC_FROM_LOGITS", "1") && logits.is_cuda() &&
+      targets.size(1) <= cuda::ctc_max_target()) {
     const at::Device device = logits.device();
     const variable_list out = CtcFromLogitsFunction::apply(
         logits.contiguous(), long_on(targets, device), long_on(input_lengths, device),

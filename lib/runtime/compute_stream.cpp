@@ -2,7 +2,8 @@
 #include "runtime/compute_stream.h"
 
 #include <cstdlib>
-#include <cstring>
+
+#include "core/env.h"
 
 #ifdef MASR_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -22,11 +23,6 @@ struct ComputeStream::Impl {
 };
 
 namespace {
-bool wanted() {
-  const char* v = std::getenv("MASR_COMPUTE_STREAM");
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
-
 void order(c10::cuda::CUDAStream before, c10::cuda::CUDAStream after) {
   at::cuda::CUDAEvent e;
   e.record(before);
@@ -35,7 +31,7 @@ void order(c10::cuda::CUDAStream before, c10::cuda::CUDAStream after) {
 }  // namespace
 
 ComputeStream::ComputeStream(const at::Device& device) {
-  if (!device.is_cuda() || !wanted()) return;
+  if (!device.is_cuda() || env_is("MASR_COMPUTE_STREAM", "0")) return;
   const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
   const c10::cuda::CUDAStream previous = c10::cuda::getCurrentCUDAStream(index);
   const c10::cuda::CUDAStream stream =

@@ -5,9 +5,10 @@
 #include <ATen/Context.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <string>
+
+#include "core/env.h"
 
 #ifdef MASR_WITH_CUDA
 #include <c10/core/Device.h>
@@ -67,10 +68,7 @@ int64_t peak_memory(const DeviceChoice& device) {
 
 void memory_point(int cuda_index, const char* what) {
 #ifdef MASR_WITH_CUDA
-  static const bool on = [] {
-    const char* v = std::getenv("MASR_MEMLOG");
-    return v != nullptr && std::string(v) == "1";
-  }();
+  static const bool on = env_is("MASR_MEMLOG", "1");
   if (!on || cuda_index < 0) return;
   const auto index = static_cast<c10::DeviceIndex>(cuda_index);
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);

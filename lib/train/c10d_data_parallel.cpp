@@ -17,6 +17,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/device.h"
@@ -175,10 +176,9 @@ std::shared_ptr<DataParallel> make_c10d_data_parallel(const ParallelEnv& env,
     // kernels get SMs as soon as they are queued instead of after the backward kernels queued
     // before them, so each bucket's reduction overlaps the rest of the backward.
     // MASR_NCCL_HIGH_PRIORITY=0 restores PyTorch's default (docs/training.md).
-    const char* priority = std::getenv("MASR_NCCL_HIGH_PRIORITY");
-    options->is_high_priority_stream = priority == nullptr || std::string(priority) != "0";
-    auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size,
-                                                             options);
+    options->is_high_priority_stream = !env_is("MASR_NCCL_HIGH_PRIORITY", "0");
+    auto group =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, options);
     return std::make_shared<C10dDataParallel<c10d::ProcessGroupNCCL>>(group, env, device);
 #else
     throw_config_error(

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/string_printf.h"
@@ -42,10 +43,7 @@ std::string graphs_setting() {
 
 // MASR_GRAPH_PRECAPTURE=0: no captures of the shapes seen so far when capturing starts (each
 // shape is then captured when it next comes); an A/B switch.
-bool precapture_from_env() {
-  const char* v = std::getenv("MASR_GRAPH_PRECAPTURE");
-  return v == nullptr || std::string(v) != "0";
-}
+bool precapture_from_env() { return !env_is("MASR_GRAPH_PRECAPTURE", "0"); }
 
 size_t max_graphs_from_env() {
   const char* v = std::getenv("MASR_CUDA_GRAPHS_MAX");

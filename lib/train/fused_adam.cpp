@@ -6,12 +6,11 @@
 #include <torch/version.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
 
+#include "core/env.h"
 #include "core/error.h"
 
 #define MASR_HAS_FUSED_ADAM (TORCH_VERSION_MAJOR >= 2)
@@ -82,9 +81,7 @@ bool FusedAdam::available(const std::vector<at::Tensor>& parameters) {
 #if MASR_HAS_FUSED_ADAM
   // MASR_FUSED_ADAM=0: LibTorch's optimizer instead (a diagnostic: it reads the non-finite flag
   // back, one host sync per step).
-  if (const char* v = std::getenv("MASR_FUSED_ADAM"); v != nullptr && std::strcmp(v, "0") == 0) {
-    return false;
-  }
+  if (env_is("MASR_FUSED_ADAM", "0")) return false;
   if (parameters.empty()) return false;
   const at::Device device = parameters.front().device();
   for (const auto& p : parameters) {

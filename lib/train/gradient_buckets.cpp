@@ -3,12 +3,11 @@
 #include "train/gradient_buckets.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 #include <mutex>
 
 #include <ATen/ATen.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "runtime/device_copy.h"
 
@@ -17,10 +16,7 @@ namespace {
 
 // MASR_GRAD_SLICES=0: p.grad gets a copy of the averages, as before gradient slices (for A/B
 // timings).
-const bool kGradientSlices = [] {
-  const char* v = std::getenv("MASR_GRAD_SLICES");
-  return v == nullptr || std::string(v) != "0";
-}();
+const bool kGradientSlices = !env_is("MASR_GRAD_SLICES", "0");
 
 }  // namespace
 
@@ -122,9 +118,9 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters, int64_t buc
     }
     bucket.flat = at::zeros({numel}, st.slots[group.front()].param.options());
     for (size_t i : group) {
-      st.slots[i].slice = at::empty({0}, bucket.flat.options())
-                              .set_(bucket.flat.storage(), st.slots[i].offset,
-                                    st.slots[i].param.sizes());
+      st.slots[i].slice =
+          at::empty({0}, bucket.flat.options())
+              .set_(bucket.flat.storage(), st.slots[i].offset, st.slots[i].param.sizes());
     }
     bucket.slots = group;
     bucket.pending = group.size();

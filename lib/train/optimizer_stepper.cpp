@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "train/optimizer.h"
@@ -46,8 +47,7 @@ bool OptimizerStepper::backward(const at::Tensor& loss) {
 }
 
 GraphedSteps::UpdateFn OptimizerStepper::graph_update(bool capture) {
-  const char* env = std::getenv("MASR_GRAPH_OPTIMIZER");
-  if (env != nullptr && std::string(env) == "0") return {};
+  if (env_is("MASR_GRAPH_OPTIMIZER", "0")) return {};
   if (!graphable() || parallel_->world_size() > 1 || config_.grad_accumulation_factor != 1 ||
       optimizer_->param_groups().size() != 1) {
     return {};

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/string_printf.h"
@@ -125,10 +126,7 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
       runtime::small_cublas_workspaces_for_graphs()) {
     MASR_LOG_DEBUG("train: CUBLAS_WORKSPACE_CONFIG=:4096:2 (8 MiB cuBLAS workspaces: CUDA graphs)");
   }
-  {
-    const char* grid = std::getenv("MASR_SHAPE_GRID");
-    config_.recurring_shapes = device_.is_cuda() && !(grid && std::string(grid) == "0");
-  }
+  config_.recurring_shapes = device_.is_cuda() && !env_is("MASR_SHAPE_GRID", "0");
   if (!device_.is_cuda() && config_.precision != runtime::Precision::kFp32) {
     MASR_LOG_INFO("train: precision %s applies on CUDA only; training in fp32 on the CPU",
                   runtime::precision_name(config_.precision));
