@@ -117,8 +117,6 @@ TrainStepBench::TrainStepBench(const hparams::Hparams& hp, const runtime::Device
   s.config = train::train_config_from(hp);
   s.config.grad_accumulation_factor = 1;  // every timed step is a full optimizer step
   s.device = runtime::torch_device(device);
-  // As `train` with CUDA graphs: 8 MiB cuBLAS workspaces (runtime/compute_stream.h).
-  if (train::GraphedSteps::supported(s.device)) runtime::small_cublas_workspaces_for_graphs();
   s.stream = std::make_unique<runtime::ComputeStream>(s.device);
   // Autocast is CUDA-only (runtime/autocast.h).
   if (!s.device.is_cuda()) s.config.precision = runtime::Precision::kFp32;
@@ -174,6 +172,9 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
   if (train::GraphedSteps::supported(s.device) && s.stepper->graphable()) {
     s.graphs = std::make_unique<train::GraphedSteps>(s.task->parameters(), /*capture=*/true,
                                                      s.stepper->graph_update(true));
+    // As `train` with CUDA graphs: 8 MiB cuBLAS workspaces (runtime/compute_stream.h). LibTorch
+    // reads the variable at its first matrix product, so it is the first run's steps that decide.
+    runtime::small_cublas_workspaces_for_graphs();
   }
   runtime::reset_peak_memory(spec.device);
   train::StepProfile profile(s.device);

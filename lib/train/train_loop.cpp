@@ -120,12 +120,6 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
         static_cast<size_t>(parallel_->world_size() * config_.grad_accumulation_factor);
   }
   device_ = pick_training_device(options_.device);
-  // Steps replayed as CUDA graphs run as fast with 8 MiB cuBLAS workspaces as with Hopper's 32,
-  // and hold less memory (runtime/compute_stream.h); a run without graphs keeps the default.
-  if (GraphedSteps::supported(device_) && task_->graph_inputs_like() &&
-      runtime::small_cublas_workspaces_for_graphs()) {
-    MASR_LOG_DEBUG("train: CUBLAS_WORKSPACE_CONFIG=:4096:2 (8 MiB cuBLAS workspaces: CUDA graphs)");
-  }
   config_.recurring_shapes = device_.is_cuda() && !env_is("MASR_SHAPE_GRID", "0");
   if (!device_.is_cuda() && config_.precision != runtime::Precision::kFp32) {
     MASR_LOG_INFO("train: precision %s applies on CUDA only; training in fp32 on the CPU",
@@ -146,6 +140,14 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
     graphs_ = std::make_unique<GraphedSteps>(task_->parameters(), capture,
                                              stepper_->graph_update(capture));
     graphs_->set_inputs_like(task_->graph_inputs_like());
+    // Steps replayed as CUDA graphs run as fast with 8 MiB cuBLAS workspaces as with Hopper's
+    // 32, and hold less memory (runtime/compute_stream.h). Only where steps will be captured: a
+    // task without a split step (the LM), fp16 or activation checkpointing keeps the default.
+    // Nothing has run a matrix product on the GPU yet, so LibTorch still reads the variable.
+    if (capture && task_->graph_inputs_like() && runtime::small_cublas_workspaces_for_graphs()) {
+      MASR_LOG_DEBUG(
+          "train: CUBLAS_WORKSPACE_CONFIG=:4096:2 (8 MiB cuBLAS workspaces: CUDA graphs)");
+    }
   }
   checkpointer_ = std::make_unique<Checkpointer>(config_.save_folder);
   progress_ = std::make_unique<Progress>(Progress::detect(options_.quiet || !main()));
