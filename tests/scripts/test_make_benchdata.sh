@@ -7,14 +7,9 @@
 #   tests/scripts/test_make_benchdata.sh [SOURCE_DIR]
 set -euo pipefail
 src="$(cd "${1:-$(dirname "${BASH_SOURCE[0]}")/../..}" && pwd)"
-for t in espeak-ng sox soxi opusenc opusdec /usr/bin/python3; do
-  command -v "$t" >/dev/null || { echo "SKIP: '$t' is missing (scripts/setup.sh installs it)"; exit 77; }
-done
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=checks.sh
+source "$src/tests/scripts/checks.sh"
+skip_without espeak-ng sox soxi opusenc opusdec /usr/bin/python3
 
 # Every listed file exists and decodes; joined utterances last 5 s or more and carry their
 # parts' words in order.
@@ -86,5 +81,4 @@ else
 fi
 if "$src/bench/make_benchdata.sh" --bogus 2> "$tmp/err.log"; then bad "--bogus accepted"; else ok "unknown option refused"; fi
 
-[[ $fails -eq 0 ]] || { echo "$fails check(s) failed"; exit 1; }
-echo "all make_benchdata checks passed"
+checks_done test_make_benchdata

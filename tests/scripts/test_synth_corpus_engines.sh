@@ -27,11 +27,8 @@ for f in /usr/share/games/fortunes/fortunes /usr/share/games/fortunes/anarchism 
 done
 "$PY" -c "import numpy" 2>/dev/null || { echo "SKIP: numpy for $PY is missing"; exit 77; }
 
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-ok() { echo "ok   $*"; passes=$((passes + 1)); }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=checks.sh
+source "$src/tests/scripts/checks.sh"
 t0=$(date +%s)
 
 # 1. The classic planner (no new option) is unchanged: the plan of earlier versions, byte for byte.
@@ -219,8 +216,4 @@ sys.exit(1 if failed else 0)
 PY
 
 echo "test_synth_corpus_engines: $(( $(date +%s) - t0 )) s"
-if (( fails )); then
-  echo "test_synth_corpus_engines: $fails check group(s) failed"
-  exit 1
-fi
-echo "test_synth_corpus_engines: all passed"
+checks_done test_synth_corpus_engines

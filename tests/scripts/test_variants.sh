@@ -10,14 +10,9 @@
 set -euo pipefail
 src="$(cd "${1:?source dir}" && pwd)"
 bin="$(cd "${2:?build dir}" && pwd)/bin/mamba-asr"
-for t in espeak-ng sox soxi; do
-  command -v "$t" >/dev/null || { echo "SKIP: '$t' is missing (scripts/setup.sh installs it)"; exit 77; }
-done
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=checks.sh
+source "$src/tests/scripts/checks.sh"
+skip_without espeak-ng sox soxi
 v="$src/recipes/synth/variants.sh"
 
 # A corpus in bundle.sh's layout: data/{train,valid_small,test}.csv, LM text beside data/.
@@ -93,5 +88,4 @@ refused "an option the hparams lack" "matches no top-level key" env MASR_BIN="$b
 printf '# nothing\n' > "$tmp/empty.tsv"
 refused "a file without variants" "lists no variant" env MASR_BIN="$bin" bash "$v" "$tmp/empty.tsv" "$tmp/c/data" "$tmp/o6"
 
-((fails == 0)) || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+checks_done test_variants
