@@ -135,6 +135,23 @@ void drop_grads(const std::vector<at::Tensor>& params) {
   }
 }
 
+// One step of `inputs` through `eager` and through `graphed` (both over `params`): the same loss
+// and gradients, within `tolerance` relative.
+void check_same_step(GraphedSteps& eager, GraphedSteps& graphed,
+                     const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& inputs,
+                     const GraphedSteps::LossFn& fn, double tolerance) {
+  drop_grads(params);
+  const double l1 = eager.forward_backward(inputs, fn, 1.0, true).item<double>();
+  const std::vector<at::Tensor> want = grads_of(params);
+  drop_grads(params);
+  const double l2 = graphed.forward_backward(inputs, fn, 1.0, true).item<double>();
+  const std::vector<at::Tensor> got = grads_of(params);
+  CHECK(std::abs(l1 - l2) <= tolerance * std::abs(l1));
+  const double diff = relative_difference(got, want);
+  INFO("loss " << l1 << " vs " << l2 << ", largest relative gradient difference " << diff);
+  CHECK(diff <= tolerance);
+}
+
 }  // namespace
 
 TEST_CASE("the split forward equals forward(): the same loss", "[train]") {
@@ -392,18 +409,8 @@ TEST_CASE("CUDA graphs replay the steps op by op gives, shape by shape", "[.cuda
             random_batch(2 + shape, 16000 + 8000 * shape, 5 + shape, 100 + 10 * round + shape)
                 .to(at::Device(at::kCUDA, 0));
         const masr::runtime::AutocastGuard autocast(at::Device(at::kCUDA, 0), precision);
-        const std::vector<at::Tensor> inputs = inputs_of(task, batch);
-        drop_grads(params);
-        const double l1 = eager.forward_backward(inputs, fn, 1.0, true).item<double>();
-        const std::vector<at::Tensor> want = grads_of(params);
-        drop_grads(params);
-        const double l2 = graphed.forward_backward(inputs, fn, 1.0, true).item<double>();
-        const std::vector<at::Tensor> got = grads_of(params);
-        const double tolerance = precision == masr::runtime::Precision::kFp32 ? 1e-5 : 2e-2;
-        CHECK(std::abs(l1 - l2) <= tolerance * std::abs(l1));
-        const double diff = relative_difference(got, want);
-        INFO("loss " << l1 << " vs " << l2 << ", largest relative gradient difference " << diff);
-        CHECK(diff <= tolerance);
+        check_same_step(eager, graphed, params, inputs_of(task, batch), fn,
+                        precision == masr::runtime::Precision::kFp32 ? 1e-5 : 2e-2);
       }
     }
     // Round 0 captures shape 0, then shape 1, whose larger inputs grow the shared input buffers
@@ -480,16 +487,7 @@ TEST_CASE("turning capturing on captures the shapes seen so far, and those other
   graphed.set_capturing(false);
   auto compare = [&](int shape, int round) {
     INFO("round " << round << ", shape " << shape);
-    const std::vector<at::Tensor> inputs = inputs_of(task, batch_of(shape, round));
-    drop_grads(params);
-    const double l1 = eager.forward_backward(inputs, fn, 1.0, true).item<double>();
-    const std::vector<at::Tensor> want = grads_of(params);
-    drop_grads(params);
-    const double l2 = graphed.forward_backward(inputs, fn, 1.0, true).item<double>();
-    const double diff = relative_difference(grads_of(params), want);
-    INFO("loss " << l1 << " vs " << l2 << ", largest relative gradient difference " << diff);
-    CHECK(std::abs(l1 - l2) <= 1e-5 * std::abs(l1));
-    CHECK(diff <= 1e-5);
+    check_same_step(eager, graphed, params, inputs_of(task, batch_of(shape, round)), fn, 1e-5);
   };
   for (int shape = 0; shape < 2; ++shape) compare(shape, 0);  // seen (counted), op by op
   CHECK(graphed.stats().eager == 2);
@@ -623,17 +621,7 @@ TEST_CASE("on a ComputeStream, steps op by op and captured ones run on it and ag
     for (int round = 0; round < 3; ++round) {
       INFO("round " << round);
       const AsrBatch batch = random_batch(2, 16000, 5, 300 + round).to(cuda);
-      const std::vector<at::Tensor> inputs = inputs_of(task, batch);
-      drop_grads(params);
-      const double l1 = eager.forward_backward(inputs, fn, 1.0, true).item<double>();
-      const std::vector<at::Tensor> want = grads_of(params);
-      drop_grads(params);
-      const double l2 = graphed.forward_backward(inputs, fn, 1.0, true).item<double>();
-      const std::vector<at::Tensor> got = grads_of(params);
-      CHECK(std::abs(l1 - l2) <= 1e-5 * std::abs(l1));
-      const double diff = relative_difference(got, want);
-      INFO("loss " << l1 << " vs " << l2 << ", largest relative gradient difference " << diff);
-      CHECK(diff <= 1e-5);
+      check_same_step(eager, graphed, params, inputs_of(task, batch), fn, 1e-5);
       CHECK(c10::cuda::getCurrentCUDAStream(0) == mine);  // the capture gave it back
     }
     const masr::train::GraphStats s = graphed.stats();
