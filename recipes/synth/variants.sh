@@ -35,7 +35,7 @@ mkdir -p "$out"
 log() { printf '[variants %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # Every line checked before any run starts.
-names=() kinds=() hps=() envss=() argss=() toks=()
+names=() kinds=() hps=() envss=() argss=()
 first_unigram_asr=""
 while IFS=$'\t' read -r name kind hparams envs args || [[ -n ${name:-} ]]; do
   [[ -z ${name:-} || $name == \#* ]] && continue
@@ -49,21 +49,28 @@ while IFS=$'\t' read -r name kind hparams envs args || [[ -n ${name:-} ]]; do
     echo "variants.sh: $name: an LM variant needs an ASR variant with a unigram tokenizer before it" >&2; exit 2
   fi
   names+=("$name") kinds+=("$kind") hps+=("$hparams") envss+=("${envs:--}") argss+=("${args:-}")
-  toks+=("$first_unigram_asr")
 done < "$variants"
 ((${#names[@]} > 0)) || { echo "variants.sh: $variants lists no variant" >&2; exit 2; }
+# corpus_args KIND TOKENIZER: the options that point a train of KIND at the corpus, into the array
+# `corpus` (an LM variant's tokenizer: TOKENIZER).
+corpus_args() {
+  if [[ $1 == asr ]]; then
+    corpus=(--data_folder "$data" --train_csv "$data/train.csv" --valid_csv "$data/valid_small.csv"
+            --test_csv "$data/test.csv")
+  else
+    corpus=(--data_folder "$data" --tokenizer_file "$2" --train_csv null --valid_csv null
+            --test_csv null --lm_train_data "$data/../lm_train.txt"
+            --lm_valid_data "$data/../lm_valid.txt" --lm_test_data "$data/../lm_valid.txt")
+  fi
+}
+
 # Each variant's hparams and options resolved (train --dry-run), so that a mistyped option fails
 # here rather than leaving a run out of a GPU session.
 for i in "${!names[@]}"; do
+  corpus_args "${kinds[$i]}" tokenizer.model
   # shellcheck disable=SC2086
-  if [[ ${kinds[$i]} == asr ]]; then
-    check=("$bin" --device cpu train "${hps[$i]}" --dry-run --data_folder "$data" --train_csv "$data/train.csv"
-           --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" ${argss[$i]})
-  else
-    check=("$bin" --device cpu train "${hps[$i]}" --dry-run --data_folder "$data" --tokenizer_file tokenizer.model
-           --train_csv null --valid_csv null --test_csv null ${argss[$i]})
-  fi
-  if ! "${check[@]}" > /dev/null 2> "$out/dry-run.err"; then
+  if ! "$bin" --device cpu train "${hps[$i]}" --dry-run "${corpus[@]}" ${argss[$i]} \
+      > /dev/null 2> "$out/dry-run.err"; then
     echo "variants.sh: ${names[$i]}: train --dry-run refuses it: $(grep -m1 -i 'error' "$out/dry-run.err" || tail -1 "$out/dry-run.err")" >&2
     exit 2
   fi
@@ -80,26 +87,22 @@ for i in "${!names[@]}"; do
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$hparams" "$envs" "$args" > "$dir/variant.tsv"
   env_list=()
   [[ $envs == - ]] || IFS=',' read -r -a env_list <<< "$envs"
-  if [[ $kind == asr ]]; then
-    # shellcheck disable=SC2086
-    ( env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" --threads "$threads" \
-        train "$hparams" --data_folder "$data" --output_folder "$dir" --train_csv "$data/train.csv" \
-        --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" --num_workers "$workers" \
-        $args > "$dir/train.log" 2>&1 && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &
-  else
-    tok_dir="${toks[$i]}"
-    # shellcheck disable=SC2086
-    ( while ! compgen -G "$tok_dir/save/*_unigram.model" > /dev/null; do
-        [[ -f $tok_dir/rc ]] && { echo "the ASR variant ended without a tokenizer" > "$dir/train.log"; echo 1 > "$dir/rc"; exit 0; }
+  (
+    tok=""
+    if [[ $kind == lm ]]; then  # the first unigram ASR variant's tokenizer, once it exists
+      while ! compgen -G "$first_unigram_asr/save/*_unigram.model" > /dev/null; do
+        [[ -f $first_unigram_asr/rc ]] && { echo "the ASR variant ended without a tokenizer" > "$dir/train.log"; echo 1 > "$dir/rc"; exit 0; }
         sleep 5
       done
-      tok=$(compgen -G "$tok_dir/save/*_unigram.model" | head -1)
-      env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" --threads "$threads" \
-        train "$hparams" --data_folder "$data" --output_folder "$dir" --tokenizer_file "$tok" \
-        --train_csv null --valid_csv null --test_csv null --lm_train_data "$data/../lm_train.txt" \
-        --lm_valid_data "$data/../lm_valid.txt" --lm_test_data "$data/../lm_valid.txt" \
-        $args > "$dir/train.log" 2>&1 && echo 0 > "$dir/rc" || echo $? > "$dir/rc" ) &
-  fi
+      tok=$(compgen -G "$first_unigram_asr/save/*_unigram.model" | head -1)
+    fi
+    corpus_args "$kind" "$tok"
+    [[ $kind == asr ]] && corpus+=(--num_workers "$workers")
+    # shellcheck disable=SC2086
+    env "${env_list[@]}" timeout -s TERM "${minutes}m" "$bin" --device "$device" --threads "$threads" \
+      train "$hparams" --output_folder "$dir" "${corpus[@]}" $args > "$dir/train.log" 2>&1 &&
+      echo 0 > "$dir/rc" || echo $? > "$dir/rc"
+  ) &
   pids+=($!)
   log "$name ($kind): started"
 done
@@ -121,26 +124,25 @@ head -n $((valid_utts + 1)) "$data/valid_small.csv" > "$out/valid_head.csv"
   echo "| variant | kind | env | options | exit | epochs | last epoch line | CTC greedy WER / CER % | attention WER / CER % |"
   echo "|---|---|---|---|---|---|---|---|---|"
   for i in "${!names[@]}"; do
-    name="${names[$i]}" kind="${kinds[$i]}" dir="$out/${names[$i]}"
-    IFS=$'\t' read -r _ _ _ envs args < "$dir/variant.tsv"
+    name="${names[$i]}" kind="${kinds[$i]}" hparams="${hps[$i]}" envs="${envss[$i]}"
+    args="${argss[$i]}" dir="$out/${names[$i]}"
     rc=$(cat "$dir/rc" 2>/dev/null || echo "?")
     # 124: the time budget (SIGTERM writes a checkpoint); then average what exists.
     last=$(grep -E '^epoch [0-9]+:' "$dir/train.log" | tail -1 | cut -d';' -f1 || true)
     epochs=$(grep -cE '^epoch [0-9]+:' "$dir/train.log" || true)
     greedy="" att=""
     if [[ $kind == asr && ($rc == 0 || $rc == 124) && ${DECODE:-1} == 1 ]]; then
-      IFS=$'\t' read -r _ _ hparams _ _ < "$dir/variant.tsv"
+      corpus_args asr
       # shellcheck disable=SC2086
-      if "$bin" train "$hparams" --data_folder "$data" --output_folder "$dir" --average-only \
-          --train_csv "$data/train.csv" --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" \
-          ${args:-} >> "$dir/train.log" 2>&1 && [[ -f $dir/model.masr ]]; then
+      if "$bin" train "$hparams" --output_folder "$dir" --average-only "${corpus[@]}" $args \
+          >> "$dir/train.log" 2>&1 && [[ -f $dir/model.masr ]]; then
         greedy=$(wer_of "$dir" "$out/valid_head.csv" greedy --search greedy)
         grep -q '^seq_lin:' "$hparams" && att=$(wer_of "$dir" "$out/valid_head.csv" s2s --search s2s --beam 10)
       else
         greedy="no model"
       fi
     fi
-    echo "| $name | $kind | $envs | ${args:-} | $rc | $epochs | ${last:-none} | $greedy | $att |"
+    echo "| $name | $kind | $envs | $args | $rc | $epochs | ${last:-none} | $greedy | $att |"
   done
 } > "$out/summary.md"
 cat "$out/summary.md"
