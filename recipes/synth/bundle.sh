@@ -130,11 +130,17 @@ PY
 }
 
 train_lm() {  # after the ASR run has trained its tokenizer; the same time budget
-  local tok="$asr/save/500_unigram.model" status=0
-  while [[ ! -f "$tok" ]]; do sleep 5; done
+  local tok="" status=0
+  # The ASR run's tokenizer (save/N_TYPE.model, whatever its size and type: ASR_ARGS may change
+  # them), and the LM's vocabulary from it.
+  while [[ -z $tok ]]; do
+    tok=$(compgen -G "$asr/save/[0-9]*_*.model" | head -1 || true)
+    [[ -n $tok ]] || sleep 5
+  done
   local args=(train "$lm_hparams" --data_folder "$data" --output_folder "$lm" --tokenizer_file "$tok"
               --train_csv null --valid_csv null --test_csv null --lm_train_data "$out/lm_train.txt"
-              --lm_valid_data "$out/lm_valid.txt" --lm_test_data "$out/lm_valid.txt" ${LM_ARGS:-})
+              --lm_valid_data "$out/lm_valid.txt" --lm_test_data "$out/lm_valid.txt"
+              --output_neurons "$(basename "$tok" | cut -d_ -f1)" ${LM_ARGS:-})
   timeout -s TERM "${minutes}m" "$bin" --device "$device" "${args[@]}" > "$out/lm_train.log" 2>&1 ||
     status=$?
   [[ $status -eq 0 || $status -eq 124 ]] || return 1

@@ -85,8 +85,11 @@
 # VARIANTS (a variants file of recipes/synth/variants.sh, relative to the tree or absolute, e.g.
 # recipes/synth/variants-learn.tsv: instead of bundle.sh train, those trainings side by side for
 # MINUTES each, VARIANT_WORKERS (2) loader workers each; their table goes into summary.md, their
-# logs into logs.tar.gz, no weights come back), TRAIN_AFTER (a path: training waits until it exists, e.g. a benchmark sharing the lease that
-# creates it when it is done with the GPU; synthesis does not wait),
+# logs into logs.tar.gz; KEEP (best: the ASR variant with the lowest validation WER, and the best
+# LM variant when they share a tokenizer; or a variant's name) says whose weights come back, as the
+# bundle's would, with the held-out check), TRAIN_AFTER (a path: training waits until it exists,
+# e.g. a benchmark sharing the lease that creates it when it is done with the GPU; synthesis does
+# not wait),
 # SKIP_BUILD (set: no build, MASR_BIN as it is: built by another job of the lease or, for trials
 # without a GPU, on the CPU), MASR_BIN (the build's: $SESSION_DIR/src/build-cuda/bin/mamba-asr;
 # with SKIP_BUILD, the tree's build-cuda/bin/mamba-asr), PART_MIB (15: the size of the weight parts), SESSION_DIR
@@ -542,9 +545,10 @@ phases() {
   elif [[ -n ${VARIANTS:-} ]]; then
     phase variants "($VARIANTS, MINUTES=$MINUTES each, side by side)"
     LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" MINUTES="$MINUTES" DEVICE="$DEVICE" \
-      MASR_BIN="$BIN" WORKERS="${VARIANT_WORKERS:-2}" \
+      MASR_BIN="$BIN" WORKERS="${VARIANT_WORKERS:-2}" KEEP="${KEEP:-best}" \
       bash "$root/recipes/synth/variants.sh" "$VARIANTS" "$S/bundle/data" "$S/variants" ||
       echo "gpu_session: variants.sh failed"
+    keep_variants
   else
     phase train "(MINUTES=$MINUTES, detached from every call)"
     LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -560,6 +564,20 @@ phases() {
         MASR_BIN="$BIN" TEST_UTTS="$QUICK_EVAL_UTTS" bash "$root/recipes/synth/bundle.sh" eval || true
     fi
   fi
+}
+
+# The variants KEEP chose (variants.sh's OUT/kept) take the bundle's places, so that finish()
+# checks them on the held-out sets and brings their weights back as it does the bundle's.
+keep_variants() {
+  local kind name f
+  [[ -f $S/variants/kept ]] || { echo "gpu_session: no variant kept"; return 0; }
+  while read -r kind name; do
+    mkdir -p "$S/bundle/$kind"
+    for f in model.masr train_log.txt log.jsonl train.log hyperparams.yaml variant.tsv; do
+      [[ -f $S/variants/$name/$f ]] && cp "$S/variants/$name/$f" "$S/bundle/$kind/"
+    done
+    echo "gpu_session: kept variant $name ($kind): $(cut -f5 "$S/variants/$name/variant.tsv" 2>/dev/null)"
+  done < "$S/variants/kept"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -599,7 +617,7 @@ start() {
     BIN="${MASR_BIN:-$([[ -n ${SKIP_BUILD:-} ]] && echo "$root" || echo "$S/src")/build-cuda/bin/mamba-asr}"
     SKIP_BUILD="${SKIP_BUILD:-}"
     ASR_ARGS="${ASR_ARGS:-}" LM_ARGS="${LM_ARGS:-}" TRAIN_AFTER="${TRAIN_AFTER:-}"
-    VARIANTS="$variants" VARIANT_WORKERS="${VARIANT_WORKERS:-2}")
+    VARIANTS="$variants" VARIANT_WORKERS="${VARIANT_WORKERS:-2}" KEEP="${KEEP:-best}")
   printf '%q\n' "${settings[@]}" > "$S/settings"
   # bench/detached.sh's pattern: a new session (setsid) that outlives the call, its log, a last
   # line with the exit status; not detached.sh itself, which would give the synthesizers' Python

@@ -17,9 +17,14 @@
 #
 # Environment: MINUTES (10: each variant's wall-clock budget), WORKERS (2 loader workers per
 # variant), THREADS (LibTorch CPU threads per variant; default: the cores shared out), DEVICE
-# (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200), DECODE (1; 0: no decoding).
-# recipes/synth/variants-learn.tsv holds the variants of the 2026-11-29 question: why does the
-# bundle's S2S model stay at CTC blanks and its LM at a unigram model on the GPU?
+# (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200), DECODE (1; 0: no decoding), KEEP
+# (a variant's name, or `best`: the ASR variant with the lowest validation WER, CTC greedy or
+# attention; then OUT/kept names it, and the LM variant with the lowest last validation loss when
+# that ASR variant's tokenizer is the LMs': lines "asr NAME" and "lm NAME"; gpu_session.sh brings
+# their weights back).
+# recipes/synth/variants-learn.tsv holds the variants of the first 2026-11-29 question (why does
+# the bundle's S2S model stay at CTC blanks and its LM at a unigram model on the GPU?),
+# recipes/synth/variants-learn2.tsv those of the next one (which S2S configuration learns?).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -34,6 +39,15 @@ bin="${MASR_BIN:-$root/build/bin/mamba-asr}" valid_utts="${VALID_UTTS:-200}"
 mkdir -p "$out"
 log() { printf '[variants %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# unigram_variant HPARAMS ARGS: whether the variant trains a unigram tokenizer (its options
+# override the file's token_type).
+unigram_variant() {
+  local type
+  type=$(sed -n 's/^token_type: *\([A-Za-z]*\).*/\1/p' "$1" | head -1)
+  if [[ " $2 " =~ \ --token_type[=\ ]([A-Za-z]+)\  ]]; then type="${BASH_REMATCH[1]}"; fi
+  [[ $type == unigram ]]
+}
+
 # Every line checked before any run starts.
 names=() kinds=() hps=() envss=() argss=()
 first_unigram_asr=""
@@ -42,7 +56,7 @@ while IFS=$'\t' read -r name kind hparams envs args || [[ -n ${name:-} ]]; do
   [[ $hparams == /* ]] || hparams="$root/$hparams"
   [[ -f $hparams ]] || { echo "variants.sh: $name: no hparams file $hparams" >&2; exit 2; }
   case "$kind" in asr|lm) ;; *) echo "variants.sh: $name: KIND must be asr or lm, not '$kind'" >&2; exit 2 ;; esac
-  if [[ $kind == asr && -z $first_unigram_asr ]] && grep -q '^token_type: *unigram' "$hparams"; then
+  if [[ $kind == asr && -z $first_unigram_asr ]] && unigram_variant "$hparams" "${args:-}"; then
     first_unigram_asr="$out/$name"
   fi
   if [[ $kind == lm && -z $first_unigram_asr ]]; then
@@ -61,6 +75,11 @@ corpus_args() {
     corpus=(--data_folder "$data" --tokenizer_file "$2" --train_csv null --valid_csv null
             --test_csv null --lm_train_data "$data/../lm_train.txt"
             --lm_valid_data "$data/../lm_valid.txt" --lm_test_data "$data/../lm_valid.txt")
+    # The LM's vocabulary is its tokenizer's (N_unigram.model); the variant's own options come
+    # after these and may still say otherwise.
+    local n
+    n=$(basename "$2" | sed -n 's/^\([0-9][0-9]*\)_.*\.model$/\1/p')
+    [[ -z $n ]] || corpus+=(--output_neurons "$n")
   fi
 }
 
@@ -120,6 +139,7 @@ wer_of() {
 }
 
 head -n $((valid_utts + 1)) "$data/valid_small.csv" > "$out/valid_head.csv"
+wers=() losses=()  # per variant: the lower of its two validation WERs; an LM's last valid loss
 {
   echo "| variant | kind | env | options | exit | epochs | last epoch line | CTC greedy WER / CER % | attention WER / CER % |"
   echo "|---|---|---|---|---|---|---|---|---|"
@@ -141,8 +161,48 @@ head -n $((valid_utts + 1)) "$data/valid_small.csv" > "$out/valid_head.csv"
       else
         greedy="no model"
       fi
+    elif [[ $kind == lm && $rc == 124 && ! -f $dir/model.masr ]]; then  # stopped by the budget
+      corpus_args lm "$(compgen -G "$first_unigram_asr/save/*_unigram.model" | head -1)"
+      # shellcheck disable=SC2086
+      "$bin" train "$hparams" --output_folder "$dir" --average-only "${corpus[@]}" $args \
+        >> "$dir/train.log" 2>&1 || true
     fi
     echo "| $name | $kind | $envs | $args | $rc | $epochs | ${last:-none} | $greedy | $att |"
+    wers[$i]=$(printf '%s\n%s\n' "${greedy%% *}" "${att%% *}" | grep -E '^[0-9.]+$' | sort -g | head -1 || true)
+    losses[$i]=$(sed -n 's/.*valid_loss \([0-9.]*\).*/\1/p' <<< "$last")
   done
 } > "$out/summary.md"
 cat "$out/summary.md"
+
+# KEEP: which variant's weights to keep (OUT/kept).
+rm -f "$out/kept"
+if [[ -n ${KEEP:-} ]]; then
+  keep_asr=""
+  for i in "${!names[@]}"; do
+    [[ ${kinds[$i]} == asr && -f $out/${names[$i]}/model.masr ]] || continue
+    if [[ $KEEP == best ]]; then
+      [[ -n ${wers[$i]:-} ]] || continue
+      if [[ -z $keep_asr ]] || awk -v a="${wers[$i]}" -v b="${wers[$keep_asr]}" 'BEGIN {exit !(a < b)}'; then
+        keep_asr=$i
+      fi
+    elif [[ ${names[$i]} == "$KEEP" ]]; then
+      keep_asr=$i
+    fi
+  done
+  if [[ -z $keep_asr ]]; then
+    log "KEEP=$KEEP: no ASR variant with a model to keep"
+  else
+    echo "asr ${names[$keep_asr]}" > "$out/kept"
+    keep_lm=""
+    if [[ $out/${names[$keep_asr]} == "$first_unigram_asr" ]]; then  # the LMs' tokenizer
+      for i in "${!names[@]}"; do
+        [[ ${kinds[$i]} == lm && -f $out/${names[$i]}/model.masr && -n ${losses[$i]:-} ]] || continue
+        if [[ -z $keep_lm ]] || awk -v a="${losses[$i]}" -v b="${losses[$keep_lm]}" 'BEGIN {exit !(a < b)}'; then
+          keep_lm=$i
+        fi
+      done
+    fi
+    [[ -n $keep_lm ]] && echo "lm ${names[$keep_lm]}" >> "$out/kept"
+    log "kept: $(tr '\n' ' ' < "$out/kept")"
+  fi
+fi

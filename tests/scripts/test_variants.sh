@@ -36,11 +36,15 @@ printf '%s\n' "${sentences[@]:0:3}" > "$tmp/c/lm_valid.txt"
 
 small="--num_encoder_layers 1 --num_decoder_layers 1 --d_model 32 --nhead 2 --d_ffn 64 --output_neurons 40"
 small+=" --batch_size 4 --dynamic_batching False"
-printf '# small variants\ns2s\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s\n' "$small" > "$tmp/v.tsv"
+# A char variant first (its options override the file's unigram tokenizer: the LM must not take
+# its tokenizer), then two unigram ones; the LM's vocabulary comes from the tokenizer it takes
+# (40_unigram.model), not from its hparams' 500. 26 = 23 characters and 3 specials.
+printf '# small variants\ns2s-char\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s --token_type char --output_neurons 26\n' "$small" > "$tmp/v.tsv"
+printf 's2s\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s\n' "$small" >> "$tmp/v.tsv"
 printf 's2s-env\tasr\thparams/S2S/conmamba_synth_bundle.yaml\tMASR_CUDA_GRAPHS=0\t%s\n' "$small" >> "$tmp/v.tsv"
-printf 'lm\tlm\thparams/LM/transformer_synth_bundle.yaml\t-\t--d_model 32 --output_neurons 40 --batch_size 4\n' >> "$tmp/v.tsv"
+printf 'lm\tlm\thparams/LM/transformer_synth_bundle.yaml\t-\t--d_model 32 --batch_size 4\n' >> "$tmp/v.tsv"
 
-if MINUTES=0.4 DEVICE=cpu WORKERS=0 VALID_UTTS=3 MASR_BIN="$bin" bash "$v" "$tmp/v.tsv" "$tmp/c/data" "$tmp/out" \
+if KEEP=s2s MINUTES=0.4 DEVICE=cpu WORKERS=0 VALID_UTTS=3 MASR_BIN="$bin" bash "$v" "$tmp/v.tsv" "$tmp/c/data" "$tmp/out" \
     > "$tmp/run.log" 2>&1; then
   ok "variants.sh ran"
 else
@@ -49,7 +53,7 @@ fi
 summary="$tmp/out/summary.md"
 if [[ -f $summary ]]; then
   cat "$summary"
-  for name in s2s s2s-env lm; do
+  for name in s2s-char s2s s2s-env lm; do
     row=$(grep "^| $name |" "$summary" || true)
     [[ -n $row ]] && ok "$name has a row" || bad "$name has no row"
     # The time budget ended each run (124), or it finished its epochs first (0).
@@ -59,10 +63,22 @@ if [[ -f $summary ]]; then
   grep -q '^| s2s-env | asr | MASR_CUDA_GRAPHS=0 |' "$summary" && ok "the variant's environment is listed" ||
     bad "s2s-env's environment is missing"
   # WER / CER figures from the averaged models of both ASR variants.
-  [[ $(grep -cE '^\| s2s(-env)? \|.*\| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \|$' "$summary") == 2 ]] &&
-    ok "both ASR variants decoded (greedy and attention)" || bad "ASR variants without WER figures"
-  compgen -G "$tmp/out/lm/train.log" >/dev/null && grep -q "tokenizer" "$tmp/out/lm/train.log" &&
-    ok "the LM trained with the first S2S variant's tokenizer" || bad "the LM did not start: $(tail -3 "$tmp/out/lm/train.log")"
+  [[ $(grep -cE '^\| s2s(-env|-char)? \|.*\| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \|$' "$summary") == 3 ]] &&
+    ok "the three ASR variants decoded (greedy and attention)" || bad "ASR variants without WER figures"
+  [[ -f $tmp/out/s2s-char/save/26_char.model ]] && ok "s2s-char trained a char tokenizer" ||
+    bad "s2s-char's tokenizer: $(ls "$tmp/out/s2s-char/save")"
+  grep -q "^tokenizer_file: .*/out/s2s/save/40_unigram.model" "$tmp/out/lm/hyperparams.yaml" 2>/dev/null &&
+    ok "the LM trained with the first unigram variant's tokenizer" ||
+    bad "the LM's tokenizer: $(grep '^tokenizer_file' "$tmp/out/lm/hyperparams.yaml" 2>/dev/null)"
+  # The LM was stopped by the budget or finished: either way averaged into a model of 40 tokens.
+  if [[ -f $tmp/out/lm/model.masr ]] && grep -q '^output_neurons: 40' "$tmp/out/lm/hyperparams.yaml"; then
+    ok "the LM has a model of the tokenizer's 40 tokens"
+  else
+    bad "the LM: $(ls "$tmp/out/lm"), $(grep '^output_neurons' "$tmp/out/lm/hyperparams.yaml" 2>/dev/null)"
+  fi
+  # KEEP=s2s: the ASR variant by name and, as s2s made the LM's tokenizer, the LM with it.
+  [[ $(cat "$tmp/out/kept" 2>/dev/null) == $'asr s2s\nlm lm' ]] && ok "KEEP: s2s and the LM kept" ||
+    bad "KEEP: kept is '$(cat "$tmp/out/kept" 2>/dev/null)'"
 else
   bad "no summary.md: $(tail -5 "$tmp/run.log")"
 fi
@@ -82,7 +98,7 @@ refused "a missing hparams file" "no hparams file" env MASR_BIN="$bin" bash "$v"
 printf 'x\tlm\thparams/LM/transformer_synth_bundle.yaml\t-\t\n' > "$tmp/lm_only.tsv"
 refused "an LM without an ASR variant" "needs an ASR variant" env MASR_BIN="$bin" bash "$v" "$tmp/lm_only.tsv" "$tmp/c/data" "$tmp/o4"
 refused "a folder without a corpus" "lacks train.csv" env MASR_BIN="$bin" bash "$v" "$tmp/v.tsv" "$tmp" "$tmp/o5"
-printf 'x\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t--augment_prob 0.0\n' > "$tmp/bad_option.tsv"
+printf 'x\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t--augment_probability 0.5\n' > "$tmp/bad_option.tsv"
 refused "an option the hparams lack" "matches no top-level key" env MASR_BIN="$bin" bash "$v" "$tmp/bad_option.tsv" "$tmp/c/data" "$tmp/o7"
 [[ ! -e $tmp/o7/x ]] && ok "nothing started for a refused file" || bad "a run started before the refusal"
 printf '# nothing\n' > "$tmp/empty.tsv"
