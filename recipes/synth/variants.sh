@@ -17,7 +17,8 @@
 #
 # Environment: MINUTES (10: each variant's wall-clock budget), WORKERS (2 loader workers per
 # variant), THREADS (LibTorch CPU threads per variant; default: the cores shared out), DEVICE
-# (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200), DECODE (1; 0: no decoding), KEEP
+# (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200), DECODE (1; 0: no decoding), CHECK_ONLY
+# (1: check every line, as always before a run, and start nothing), KEEP
 # (a variant's name, or `best`: the ASR variant with the lowest validation WER, CTC greedy or
 # attention; then OUT/kept names it, and the LM variant with the lowest last validation loss when
 # that ASR variant's tokenizer is the LMs': lines "asr NAME" and "lm NAME"; gpu_session.sh brings
@@ -95,6 +96,7 @@ for i in "${!names[@]}"; do
   fi
 done
 rm -f "$out/dry-run.err"
+if [[ ${CHECK_ONLY:-0} == 1 ]]; then log "${#names[@]} variants checked; CHECK_ONLY=1: none started"; exit 0; fi
 # LibTorch's CPU threads: the cores shared out (each run would otherwise take them all).
 threads="${THREADS:-$(( $(nproc) / ${#names[@]} > 0 ? $(nproc) / ${#names[@]} : 1 ))}"
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# tests/scripts/test_variants.sh — recipes/synth/variants.sh on the CPU: two small S2S variants
-# (one with an environment variable) and an LM that waits for the first one's tokenizer train side
-# by side until their time is up; the table then has a row per variant with the time budget's exit
-# status (124), an epoch line or none, and WER figures decoded from each ASR variant's averaged
-# model. Bad variant files (a wrong kind, a missing hparams file, an option the hparams lack, an LM
+# tests/scripts/test_variants.sh — recipes/synth/variants.sh on the CPU: three small S2S variants
+# (one with char tokens, one with an environment variable) and an LM that waits for the first
+# unigram variant's tokenizer train side by side until their time is up; the table then has a row
+# per variant with the time budget's exit status (124), an epoch line or none, and WER figures
+# decoded from each ASR variant's averaged model; the LM's vocabulary is its tokenizer's, and KEEP
+# names the kept ASR variant and the LM that shares its tokenizer. Bad variant files (a wrong kind, a missing hparams file, an option the hparams lack, an LM
 # before any ASR variant, no variant) and corpus folders are refused with exit 2 and a message,
-# before anything starts. Exit 77 (skipped) without espeak-ng or sox.
+# before anything starts; the variants files of recipes/synth pass the checks. Exit 77 (skipped)
+# without espeak-ng or sox.
 #   tests/scripts/test_variants.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src="$(cd "${1:?source dir}" && pwd)"
@@ -101,6 +103,15 @@ refused "a folder without a corpus" "lacks train.csv" env MASR_BIN="$bin" bash "
 printf 'x\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t--augment_probability 0.5\n' > "$tmp/bad_option.tsv"
 refused "an option the hparams lack" "matches no top-level key" env MASR_BIN="$bin" bash "$v" "$tmp/bad_option.tsv" "$tmp/c/data" "$tmp/o7"
 [[ ! -e $tmp/o7/x ]] && ok "nothing started for a refused file" || bad "a run started before the refusal"
+# The variants files the repository ships pass the same checks (CHECK_ONLY=1: nothing starts).
+for f in "$src"/recipes/synth/variants-*.tsv; do
+  if CHECK_ONLY=1 MASR_BIN="$bin" bash "$v" "$f" "$tmp/c/data" "$tmp/o8" > "$tmp/check.log" 2>&1 &&
+      grep -q "CHECK_ONLY=1: none started" "$tmp/check.log" && [[ -z $(ls -A "$tmp/o8") ]]; then
+    ok "$(basename "$f") passes the checks"
+  else
+    bad "$(basename "$f"): $(tail -3 "$tmp/check.log")"
+  fi
+done
 printf '# nothing\n' > "$tmp/empty.tsv"
 refused "a file without variants" "lists no variant" env MASR_BIN="$bin" bash "$v" "$tmp/empty.tsv" "$tmp/c/data" "$tmp/o6"
 
