@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "audio/raw_pcm.h"
+#include "bundled_model.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -159,6 +160,7 @@ class WerReport {
 
 int run_decode(DecodeOptions& o, const GlobalOptions& global, const CLI::App& cmd) {
   runtime::apply_threads(global.threads);
+  if (o.recognizer.model.empty()) o.recognizer.model = default_model("decode", kDefaultDecodeModel);
   if (!o.recognizer.lm.empty() && looks_like_arpa(o.recognizer.lm)) {
     throw Error(ErrorKind::kUsage,
                 "decode: --lm takes a neural LM model file (mamba-asr train "
@@ -265,7 +267,11 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "names without extension (paths below the folder when names repeat). Transcripts go to\n"
       "stdout as 'ID TEXT', or with -o DIR to one file per input and format; progress to "
       "stderr.\n\n"
+      "Without --model, the bundled English model (models/" +
+          std::string(kDefaultDecodeModel) +
+          ": synthetic speech only, a smoke test) or $MASR_MODEL.\n\n"
       "Examples:\n"
+      "  mamba-asr decode audio.wav\n"
       "  mamba-asr decode -m results/ctc/model.masr audio.wav\n"
       "  mamba-asr decode -m results/ctc talks/ -o subs --format srt,json\n"
       "  mamba-asr decode -m results/s2s --search s2s --beam 10 test.csv --format json\n"
@@ -273,7 +279,10 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "  arecord -f S16_LE -r 16000 -d 5 | mamba-asr decode --model model.masr --raw-pcm "
       "s16le:16000 -");
   DecodeOptions& o = *options;
-  cmd->add_option("-m,--model", o.recognizer.model, "A trained model (file or folder)")->required();
+  cmd->add_option("-m,--model", o.recognizer.model,
+                  std::string("A trained model (file or folder); without it, $MASR_MODEL or the "
+                              "bundled models/") +
+                      kDefaultDecodeModel);
   cmd->add_option(
       "--hparams", o.recognizer.hparams,
       "With a SpeechBrain / Mamba-ASR checkpoint folder as --model: the hparams it was "

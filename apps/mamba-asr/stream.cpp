@@ -10,6 +10,7 @@
 
 #include "audio/audio_reader.h"
 #include "audio/raw_pcm.h"
+#include "bundled_model.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -180,13 +181,20 @@ Runner add_stream_command(CLI::App& app, GlobalOptions& global) {
       "Fed any chunk size, an utterance's final text is exactly what `decode --search greedy`\n"
       "gives for its audio. Models with bidirectional Mamba layers (the default recipes) need\n"
       "whole files: use `decode` for them.\n\n"
+      "Without --model, the bundled causal English model (models/" +
+          std::string(kDefaultStreamModel) +
+          ": synthetic speech only) or $MASR_MODEL.\n\n"
       "Examples:\n"
+      "  mamba-asr stream --realtime talk.wav\n"
       "  arecord -f S16_LE -r 16000 | mamba-asr stream -m M --raw-pcm s16le:16000 -\n"
       "  mamba-asr stream -m M --realtime talk.wav\n"
       "  ffmpeg -i talk.mp4 -f s16le -ac 1 -ar 16000 - | mamba-asr stream -m M "
       "--raw-pcm s16le:16000 -");
   StreamOptions& o = *options;
-  cmd->add_option("-m,--model", o.model, "A trained causal model (file or folder)")->required();
+  cmd->add_option("-m,--model", o.model,
+                  std::string("A trained causal model (file or folder); without it, $MASR_MODEL "
+                              "or the bundled models/") +
+                      kDefaultStreamModel);
   cmd->add_option("input", o.input, "An audio file, or - for stdin")->required();
   cmd->add_option("--raw-pcm", o.raw_pcm,
                   "The input is headerless mono PCM: ENCODING:RATE, ENCODING s16le or f32le "
@@ -214,6 +222,7 @@ Runner add_stream_command(CLI::App& app, GlobalOptions& global) {
     runtime::apply_threads(global.threads);
     if (!options->raw_pcm.empty()) audio::parse_raw_pcm_spec(options->raw_pcm);
     options->config.validate();
+    if (options->model.empty()) options->model = default_model("stream", kDefaultStreamModel);
     return run_stream(*options);
   };
 }

@@ -22,10 +22,10 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-// `env`: VAR=value assignments for the command's environment.
-inline CliResult run_cli(const std::string& args, const std::string& env = "") {
-  const std::string command =
-      (env.empty() ? "" : "env " + env + " ") + std::string(MASR_EXE) + " " + args + " 2>&1";
+// Runs `exe` with `args`; `env`: VAR=value assignments for the command's environment.
+inline CliResult run_program(const std::string& exe, const std::string& args,
+                             const std::string& env = "") {
+  const std::string command = (env.empty() ? "" : "env " + env + " ") + exe + " " + args + " 2>&1";
   CliResult result;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -37,6 +37,11 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   const int status = pclose(pipe);
   result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// The mamba-asr binary of this build, as a user would run it.
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
+  return run_program(MASR_EXE, args, env);
 }
 
 // A 16-bit PCM mono WAV at 16 kHz holding `samples`.

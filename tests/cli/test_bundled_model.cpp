@@ -1,7 +1,8 @@
 // tests/cli/test_bundled_model.cpp
 // The bundled models (models/conmamba-ctc-synth-en, and the causal models/conmamba-ctc-causal-synth-en)
 // decode utterances of voices they never heard in training, from a fresh checkout, with nothing
-// but the binary; the causal one streams to the same text; `convert` rewrites model files.
+// but the binary; the causal one streams to the same text; without --model, `decode` and `stream`
+// find them beside the binary (or take $MASR_MODEL); `convert` rewrites model files.
 #include <unistd.h>
 
 #include <filesystem>
@@ -96,6 +97,56 @@ TEST_CASE("bundled causal model: decodes held-out accents and streams to the sam
       // Times are written rounded to the microsecond (no 0.28000000000000003).
       CHECK(streamed.output.find("0000000") == std::string::npos);
     }
+  }
+}
+
+TEST_CASE("decode and stream without --model: the bundled models beside the binary, or MASR_MODEL",
+          "[cli][bundled]") {
+  // A tree of its own: a copy of the binary in build/bin/ and models/ beside build/ (a link to
+  // the repository's), as in a checkout; and a copy alone, with no models anywhere near it.
+  masr::testing::CliScratch scratch("bundled");
+  const std::string exe = scratch.copy(MASR_EXE, "tree/build/bin/mamba-asr");
+  const std::string lonely = scratch.copy(MASR_EXE, "alone/bin/mamba-asr");
+  for (const std::string& copy : {exe, lonely}) {
+    std::filesystem::permissions(copy, std::filesystem::perms::owner_exec,
+                                 std::filesystem::perm_options::add);
+  }
+  std::filesystem::create_directory_symlink(std::string(MASR_SOURCE_DIR) + "/models",
+                                            scratch.file("tree/models"));
+  const std::string wav = kModel + "/examples/en_us_nyc_m4-000499.wav";
+  SECTION("decode takes the offline model") {
+    const auto r = masr::testing::run_program(exe, "decode --search greedy " + wav);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("no --model given: the bundled model") &&
+                             Catch::Contains("models/conmamba-ctc-synth-en"));
+    CHECK(transcripts(r.output)["en_us_nyc_m4-000499"] == "IT IS A PERIOD OF SYSTEM WAR");
+  }
+  SECTION("stream takes the causal model") {
+    const auto r = masr::testing::run_program(
+        exe, "stream " + kCausal + "/examples/en_029_jacky-000268.wav");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("models/conmamba-ctc-causal-synth-en"));
+    CHECK(final_text(r.output) != "<no final>");
+  }
+  SECTION("MASR_MODEL names the model for a binary without models") {
+    const auto r = masr::testing::run_program(lonely, "decode --search greedy " + wav,
+                                              "MASR_MODEL=" + kModel + "/model.masr");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("MASR_MODEL"));
+    CHECK(transcripts(r.output)["en_us_nyc_m4-000499"] == "IT IS A PERIOD OF SYSTEM WAR");
+  }
+  SECTION("no model anywhere: a usage error that says where it looked and what to do") {
+    const auto r = masr::testing::run_program(lonely, "decode " + wav);
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("was not found (looked in") &&
+                             Catch::Contains("give --model FILE or set MASR_MODEL"));
+    const auto bad = masr::testing::run_program(exe, "decode " + wav, "MASR_MODEL=/no/such/model");
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.output, Catch::Contains("'/no/such/model', which does not exist"));
   }
 }
 
