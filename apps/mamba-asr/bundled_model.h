@@ -1,7 +1,8 @@
 // apps/mamba-asr/bundled_model.h
 // The model `decode` and `stream` use when no --model is given: $MASR_MODEL, else one of the
 // models that ship in the repository's models/ folder, found beside the binary (build/bin/ of a
-// build inside the source tree, or an installed <prefix>/bin/ with <prefix>/share/mamba-asr/models).
+// build inside the source tree, or an installed <prefix>/bin/ with
+// <prefix>/share/mamba-asr/models).
 #pragma once
 
 #include <string>

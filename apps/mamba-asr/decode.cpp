@@ -269,15 +269,15 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "stderr.\n\n"
       "Without --model, the bundled English model (models/" +
           std::string(kDefaultDecodeModel) +
-          ": synthetic speech only, a smoke test) or $MASR_MODEL.\n\n"
-      "Examples:\n"
-      "  mamba-asr decode audio.wav\n"
-      "  mamba-asr decode -m results/ctc/model.masr audio.wav\n"
-      "  mamba-asr decode -m results/ctc talks/ -o subs --format srt,json\n"
-      "  mamba-asr decode -m results/s2s --search s2s --beam 10 test.csv --format json\n"
-      "  ffmpeg -i talk.mp4 -f wav - | mamba-asr decode --model model.masr --format srt -\n"
-      "  arecord -f S16_LE -r 16000 -d 5 | mamba-asr decode --model model.masr --raw-pcm "
-      "s16le:16000 -");
+          ":\nsynthetic speech only, a smoke test) or $MASR_MODEL.\n\n"
+          "Examples:\n"
+          "  mamba-asr decode audio.wav\n"
+          "  mamba-asr decode -m results/ctc/model.masr audio.wav\n"
+          "  mamba-asr decode -m results/ctc talks/ -o subs --format srt,json\n"
+          "  mamba-asr decode -m results/s2s --search s2s --beam 10 test.csv --format json\n"
+          "  ffmpeg -i talk.mp4 -f wav - | mamba-asr decode --model model.masr --format srt -\n"
+          "  arecord -f S16_LE -r 16000 -d 5 | mamba-asr decode --model model.masr --raw-pcm "
+          "s16le:16000 -");
   DecodeOptions& o = *options;
   cmd->add_option("-m,--model", o.recognizer.model,
                   std::string("A trained model (file or folder); without it, $MASR_MODEL or the "

@@ -183,13 +183,12 @@ Runner add_stream_command(CLI::App& app, GlobalOptions& global) {
       "whole files: use `decode` for them.\n\n"
       "Without --model, the bundled causal English model (models/" +
           std::string(kDefaultStreamModel) +
-          ": synthetic speech only) or $MASR_MODEL.\n\n"
-      "Examples:\n"
-      "  mamba-asr stream --realtime talk.wav\n"
-      "  arecord -f S16_LE -r 16000 | mamba-asr stream -m M --raw-pcm s16le:16000 -\n"
-      "  mamba-asr stream -m M --realtime talk.wav\n"
-      "  ffmpeg -i talk.mp4 -f s16le -ac 1 -ar 16000 - | mamba-asr stream -m M "
-      "--raw-pcm s16le:16000 -");
+          ":\nsynthetic speech only) or $MASR_MODEL.\n\n"
+          "Examples:\n"
+          "  mamba-asr stream --realtime talk.wav\n"
+          "  arecord -f S16_LE -r 16000 | mamba-asr stream -m M --raw-pcm s16le:16000 -\n"
+          "  ffmpeg -i talk.mp4 -f s16le -ac 1 -ar 16000 - | mamba-asr stream -m M "
+          "--raw-pcm s16le:16000 -");
   StreamOptions& o = *options;
   cmd->add_option("-m,--model", o.model,
                   std::string("A trained causal model (file or folder); without it, $MASR_MODEL "

@@ -1,8 +1,9 @@
 // tests/cli/test_bundled_model.cpp
-// The bundled models (models/conmamba-ctc-synth-en, and the causal models/conmamba-ctc-causal-synth-en)
-// decode utterances of voices they never heard in training, from a fresh checkout, with nothing
-// but the binary; the causal one streams to the same text; without --model, `decode` and `stream`
-// find them beside the binary (or take $MASR_MODEL); `convert` rewrites model files.
+// The bundled models (models/conmamba-ctc-synth-en, and the causal
+// models/conmamba-ctc-causal-synth-en) decode utterances of voices they never heard in training,
+// from a fresh checkout, with nothing but the binary; the causal one streams to the same text;
+// without --model, `decode` and `stream` find them beside the binary (or take $MASR_MODEL);
+// `convert` rewrites model files.
 #include <unistd.h>
 
 #include <filesystem>
@@ -123,8 +124,8 @@ TEST_CASE("decode and stream without --model: the bundled models beside the bina
     CHECK(transcripts(r.output)["en_us_nyc_m4-000499"] == "IT IS A PERIOD OF SYSTEM WAR");
   }
   SECTION("stream takes the causal model") {
-    const auto r = masr::testing::run_program(
-        exe, "stream " + kCausal + "/examples/en_029_jacky-000268.wav");
+    const auto r =
+        masr::testing::run_program(exe, "stream " + kCausal + "/examples/en_029_jacky-000268.wav");
     INFO(r.output);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.output, Catch::Contains("models/conmamba-ctc-causal-synth-en"));
