@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/executable.h"
 #include "core/log.h"
 
 namespace masr::cli {
@@ -17,10 +18,9 @@ namespace {
 // Where the models folder may be, relative to the running binary: a build folder inside the
 // source tree (<tree>/build/bin), the tree's own bin/, an install prefix.
 std::vector<fs::path> model_folders() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec || exe.empty()) return {};
-  const fs::path bin = exe.parent_path();
+  const std::string dir = executable_dir();
+  if (dir.empty()) return {};
+  const fs::path bin = dir;
   return {bin / ".." / ".." / "models", bin / ".." / "models",
           bin / ".." / "share" / "mamba-asr" / "models"};
 }

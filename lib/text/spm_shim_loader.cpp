@@ -11,6 +11,7 @@
 
 #include "../../third_party/sentencepiece_shim/spm_shim.h"
 #include "core/error.h"
+#include "core/executable.h"
 #include "core/log.h"
 
 #ifndef MASR_SPM_SHIM_NAME
@@ -21,15 +22,6 @@ namespace masr::text {
 namespace {
 
 bool file_exists(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
-
-std::string executable_dir() {
-  std::vector<char> buffer(4096);
-  const ssize_t n = ::readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
-  if (n <= 0) return "";
-  std::string exe(buffer.data(), static_cast<size_t>(n));
-  const size_t slash = exe.rfind('/');
-  return slash == std::string::npos ? "" : exe.substr(0, slash);
-}
 
 // The candidates in order of preference, each with a word on where it comes from.
 std::vector<std::pair<std::string, std::string>> candidates() {

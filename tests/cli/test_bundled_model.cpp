@@ -115,13 +115,20 @@ TEST_CASE("decode and stream without --model: the bundled models beside the bina
   std::filesystem::create_directory_symlink(std::string(MASR_SOURCE_DIR) + "/models",
                                             scratch.file("tree/models"));
   const std::string wav = kModel + "/examples/en_us_nyc_m4-000499.wav";
-  SECTION("decode takes the offline model") {
-    const auto r = masr::testing::run_program(exe, "decode --search greedy " + wav);
+  // `binary` decodes the example without --model, says where its model came from (`says`), and
+  // transcribes it as the offline model does.
+  const auto decodes_example = [&](const std::string& binary, const std::string& env,
+                                   const auto& says) {
+    const auto r = masr::testing::run_program(binary, "decode --search greedy " + wav, env);
     INFO(r.output);
     REQUIRE(r.code == 0);
-    CHECK_THAT(r.output, Catch::Contains("no --model given: the bundled model") &&
-                             Catch::Contains("models/conmamba-ctc-synth-en"));
+    CHECK_THAT(r.output, says);
     CHECK(transcripts(r.output)["en_us_nyc_m4-000499"] == "IT IS A PERIOD OF SYSTEM WAR");
+  };
+  SECTION("decode takes the offline model") {
+    decodes_example(exe, "",
+                    Catch::Contains("no --model given: the bundled model") &&
+                        Catch::Contains("models/conmamba-ctc-synth-en"));
   }
   SECTION("stream takes the causal model") {
     const auto r =
@@ -132,12 +139,7 @@ TEST_CASE("decode and stream without --model: the bundled models beside the bina
     CHECK(final_text(r.output) != "<no final>");
   }
   SECTION("MASR_MODEL names the model for a binary without models") {
-    const auto r = masr::testing::run_program(lonely, "decode --search greedy " + wav,
-                                              "MASR_MODEL=" + kModel + "/model.masr");
-    INFO(r.output);
-    REQUIRE(r.code == 0);
-    CHECK_THAT(r.output, Catch::Contains("MASR_MODEL"));
-    CHECK(transcripts(r.output)["en_us_nyc_m4-000499"] == "IT IS A PERIOD OF SYSTEM WAR");
+    decodes_example(lonely, "MASR_MODEL=" + kModel + "/model.masr", Catch::Contains("MASR_MODEL"));
   }
   SECTION("no model anywhere: a usage error that says where it looked and what to do") {
     const auto r = masr::testing::run_program(lonely, "decode " + wav);
