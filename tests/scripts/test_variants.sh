@@ -38,12 +38,12 @@ printf '%s\n' "${sentences[@]:0:3}" > "$tmp/c/lm_valid.txt"
 
 small="--num_encoder_layers 1 --num_decoder_layers 1 --d_model 32 --nhead 2 --d_ffn 64 --output_neurons 40"
 small+=" --batch_size 4 --dynamic_batching False"
-# A char variant first (its options override the file's unigram tokenizer: the LM must not take
-# its tokenizer), then two unigram ones; the LM's vocabulary comes from the tokenizer it takes
+# A char variant first (the file's own token type: the LM must not take its tokenizer), then two
+# whose options make them unigram; the LM's vocabulary comes from the tokenizer it takes
 # (40_unigram.model), not from its hparams' 500. 26 = 23 characters and 3 specials.
 printf '# small variants\ns2s-char\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s --token_type char --output_neurons 26\n' "$small" > "$tmp/v.tsv"
-printf 's2s\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s\n' "$small" >> "$tmp/v.tsv"
-printf 's2s-env\tasr\thparams/S2S/conmamba_synth_bundle.yaml\tMASR_CUDA_GRAPHS=0\t%s\n' "$small" >> "$tmp/v.tsv"
+printf 's2s\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s --token_type unigram\n' "$small" >> "$tmp/v.tsv"
+printf 's2s-env\tasr\thparams/S2S/conmamba_synth_bundle.yaml\tMASR_CUDA_GRAPHS=0\t%s --token_type unigram\n' "$small" >> "$tmp/v.tsv"
 printf 'lm\tlm\thparams/LM/transformer_synth_bundle.yaml\t-\t--d_model 32 --batch_size 4\n' >> "$tmp/v.tsv"
 
 if KEEP=s2s MINUTES=0.4 DEVICE=cpu WORKERS=0 VALID_UTTS=3 MASR_BIN="$bin" bash "$v" "$tmp/v.tsv" "$tmp/c/data" "$tmp/out" \
