@@ -99,6 +99,16 @@ at::Tensor AsrBatch::tokens_rel_on_host() const {
   return host_tokens_rel.defined() ? host_tokens_rel : tokens_rel.cpu();
 }
 
+std::string AsrTask::augmentation_summary() const {
+  std::string out;
+  if (augment_) {
+    out += "; fea_augment: " + augment_->summary();
+    if (augment_warmup_ > 0) out += " after " + std::to_string(augment_warmup_) + " steps";
+  }
+  if (wav_augment_) out += "; wav_augment: " + wav_augment_->summary();
+  return out;
+}
+
 AsrTask::AsrTask(const hparams::Hparams& hp) {
   auto fbank = object_at<features::FbankObject>(hp, "compute_features", true);
   fbank_ = std::shared_ptr<features::Fbank>(fbank, &fbank->fbank);

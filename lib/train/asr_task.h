@@ -119,6 +119,9 @@ class AsrTask {
   std::vector<at::Tensor> parameters() const { return model_->parameters(); }
   void train(bool on);
   void to(const at::Device& device);
+  // The training-time augmentations for a run's summary line: "; fea_augment: ..." and
+  // "; wav_augment: ..." as each describes itself, empty without them.
+  std::string augmentation_summary() const;
 
   // The training/validation forward pass and loss. `generator` (training only) drives the
   // augmentation; `epoch` gates the normalization statistics (update_until_epoch). Features,

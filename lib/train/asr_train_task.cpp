@@ -138,6 +138,7 @@ void AsrTrainTask::load(const TaskContext& context) {
   perturbations_.clear();
   if (speed_perturb_) perturbations_ += summary("speed_perturb");
   if (pad_silence_) perturbations_ += summary("pad_silence");
+  perturbations_ += modules_->augmentation_summary();
 }
 
 std::string AsrTrainTask::describe() const {

@@ -85,9 +85,10 @@
 # VARIANTS (a variants file of recipes/synth/variants.sh, relative to the tree or absolute, e.g.
 # recipes/synth/variants-learn.tsv: instead of bundle.sh train, those trainings side by side for
 # MINUTES each, VARIANT_WORKERS (2) loader workers each; their table goes into summary.md, their
-# logs into logs.tar.gz; KEEP (best: the ASR variant with the lowest validation WER, and the best
-# LM variant when they share a tokenizer; or a variant's name) says whose weights come back, as the
-# bundle's would, with the held-out check), TRAIN_AFTER (a path: training waits until it exists,
+# logs into logs.tar.gz; KEEP (best: the ASR variant with the lowest WER on the held-out accents,
+# and the best LM variant when they share a tokenizer; or a variant's name) says whose weights come
+# back, as the bundle's would, with the held-out check; a variant's `--init-model @PREV_ASR@`
+# continues the previous session's ASR weights when they came), TRAIN_AFTER (a path: training waits until it exists,
 # e.g. a benchmark sharing the lease that creates it when it is done with the GPU; synthesis does
 # not wait),
 # SKIP_BUILD (set: no build, MASR_BIN as it is: built by another job of the lease or, for trials
@@ -545,7 +546,7 @@ phases() {
   elif [[ -n ${VARIANTS:-} ]]; then
     phase variants "($VARIANTS, MINUTES=$MINUTES each, side by side)"
     LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" MINUTES="$MINUTES" DEVICE="$DEVICE" \
-      MASR_BIN="$BIN" WORKERS="${VARIANT_WORKERS:-2}" KEEP="${KEEP:-best}" \
+      MASR_BIN="$BIN" WORKERS="${VARIANT_WORKERS:-2}" KEEP="${KEEP:-best}" PREV_ASR="${WARM_ASR:-}" \
       bash "$root/recipes/synth/variants.sh" "$VARIANTS" "$S/bundle/data" "$S/variants" ||
       echo "gpu_session: variants.sh failed"
     keep_variants

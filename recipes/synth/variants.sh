@@ -15,14 +15,21 @@
 # with a unigram tokenizer (they wait for it, as bundle.sh's LM does). OUT: a folder per variant,
 # and summary.md.
 #
+# ARGS may hold @PREV_ASR@, replaced by the file PREV_ASR names (e.g. `--init-model @PREV_ASR@`:
+# variants that continue one model; gpu_session.sh sets it to the previous session's weights).
+#
 # Environment: MINUTES (10: each variant's wall-clock budget), WORKERS (2 loader workers per
 # variant), THREADS (LibTorch CPU threads per variant; default: the cores shared out), DEVICE
-# (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200), DECODE (1; 0: no decoding), CHECK_ONLY
-# (1: check every line, as always before a run, and start nothing), KEEP
-# (a variant's name, or `best`: the ASR variant with the lowest validation WER, CTC greedy or
-# attention; then OUT/kept names it, and the LM variant with the lowest last validation loss when
-# that ASR variant's tokenizer is the LMs': lines "asr NAME" and "lm NAME"; gpu_session.sh brings
-# their weights back).
+# (cuda), MASR_BIN (build/bin/mamba-asr), VALID_UTTS (200: utterances decoded per set), HELDOUT (a
+# folder with clean.csv and cond.csv, voices never trained on; default DATA/../heldout, as
+# bundle.sh makes it: when there, every ASR variant is also decoded on the first VALID_UTTS of
+# each, with its better search on the validation set), DECODE (1; 0: no decoding), PREV_ASR,
+# CHECK_ONLY (1: check every line, as always before a run, and start nothing), KEEP (a variant's
+# name, or `best`: the ASR variant with the lowest held-out WER, the mean of clean and cond, or
+# without held-out sets the lowest validation WER, CTC greedy or attention; then OUT/kept names
+# it, and the LM variant with the lowest last validation loss when that ASR variant's tokenizer is
+# the LMs': lines "asr NAME" and "lm NAME"; gpu_session.sh brings their weights back). The
+# averaging and decoding of the variants run side by side, as their trainings did.
 # recipes/synth/variants-learn.tsv holds the variants of the first 2026-11-29 question (why does
 # the bundle's S2S model stay at CTC blanks and its LM at a unigram model on the GPU?),
 # recipes/synth/variants-learn2.tsv those of the next one (which S2S configuration learns?).
@@ -33,6 +40,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 variants="$1" data="$2" out="$3"
 minutes="${MINUTES:-10}" workers="${WORKERS:-2}" device="${DEVICE:-cuda}"
 bin="${MASR_BIN:-$root/build/bin/mamba-asr}" valid_utts="${VALID_UTTS:-200}"
+heldout="${HELDOUT:-$data/../heldout}"
 [[ -f $variants ]] || { echo "variants.sh: no file $variants" >&2; exit 2; }
 [[ -f $data/train.csv && -f $data/valid_small.csv ]] ||
   { echo "variants.sh: $data lacks train.csv or valid_small.csv (bundle.sh corpus makes them)" >&2; exit 2; }
@@ -54,6 +62,15 @@ names=() kinds=() hps=() envss=() argss=()
 first_unigram_asr=""
 while IFS=$'\t' read -r name kind hparams envs args || [[ -n ${name:-} ]]; do
   [[ -z ${name:-} || $name == \#* ]] && continue
+  if [[ ${args:-} == *@PREV_ASR@* ]]; then
+    if [[ -n ${PREV_ASR:-} && -f $PREV_ASR ]]; then
+      args="${args//@PREV_ASR@/$PREV_ASR}"
+    elif [[ ${CHECK_ONLY:-0} == 1 ]]; then
+      args="${args//@PREV_ASR@//dev/null}"  # train --dry-run only checks that it exists
+    else
+      echo "variants.sh: $name: its options name @PREV_ASR@, but PREV_ASR ('${PREV_ASR:-}') is no file" >&2; exit 2
+    fi
+  fi
   [[ $hparams == /* ]] || hparams="$root/$hparams"
   [[ -f $hparams ]] || { echo "variants.sh: $name: no hparams file $hparams" >&2; exit 2; }
   case "$kind" in asr|lm) ;; *) echo "variants.sh: $name: KIND must be asr or lm, not '$kind'" >&2; exit 2 ;; esac
@@ -141,36 +158,85 @@ wer_of() {
 }
 
 head -n $((valid_utts + 1)) "$data/valid_small.csv" > "$out/valid_head.csv"
-wers=() losses=()  # per variant: the lower of its two validation WERs; an LM's last valid loss
+held_sets=()
+if [[ -f $heldout/clean.csv && -f $heldout/cond.csv ]]; then
+  held_sets=(clean cond)
+  for set in "${held_sets[@]}"; do head -n $((valid_utts + 1)) "$heldout/$set.csv" > "$out/heldout_$set.csv"; done
+fi
+
+# evaluate I: variant I's averaged model (ASR variants: and its decodes) as lines "KEY VALUE"
+# on stdout: greedy and att ("WER / CER" on the validation set), held ("SEARCH: clean W / C,
+# cond W / C"), held_mean (the two held-out WERs' mean).
+evaluate() {
+  local i=$1 name="${names[$1]}" kind="${kinds[$1]}" hparams="${hps[$1]}" args="${argss[$1]}"
+  local dir="$out/${names[$1]}" rc greedy="" att="" search best w set h_line="" h_sum=0 h_n=0
+  rc=$(cat "$dir/rc" 2>/dev/null || echo "?")
+  # 124: the time budget (SIGTERM writes a checkpoint); then average what exists.
+  if [[ $kind == asr && ($rc == 0 || $rc == 124) && ${DECODE:-1} == 1 ]]; then
+    corpus_args asr
+    # shellcheck disable=SC2086
+    if "$bin" train "$hparams" --output_folder "$dir" --average-only "${corpus[@]}" $args \
+        >> "$dir/train.log" 2>&1 && [[ -f $dir/model.masr ]]; then
+      greedy=$(wer_of "$dir" "$out/valid_head.csv" greedy --search greedy)
+      grep -q '^seq_lin:' "$hparams" && att=$(wer_of "$dir" "$out/valid_head.csv" s2s --search s2s --beam 10)
+      echo "greedy $greedy"
+      echo "att $att"
+      # The held-out sets with the search that did better on the validation set.
+      search=greedy best="${greedy%% *}"
+      if [[ -n $att && ${att%% *} =~ ^[0-9.]+$ ]] &&
+          { ! [[ $best =~ ^[0-9.]+$ ]] || awk -v a="${att%% *}" -v b="$best" 'BEGIN {exit !(a < b)}'; }; then
+        search=s2s
+      fi
+      for set in "${held_sets[@]}"; do
+        if [[ $search == s2s ]]; then
+          w=$(wer_of "$dir" "$out/heldout_$set.csv" "heldout_${set}_s2s" --search s2s --beam 10)
+        else
+          w=$(wer_of "$dir" "$out/heldout_$set.csv" "heldout_${set}_greedy" --search greedy)
+        fi
+        h_line+="${h_line:+, }$set $w"
+        if [[ ${w%% *} =~ ^[0-9.]+$ ]]; then
+          h_sum=$(awk -v a="$h_sum" -v b="${w%% *}" 'BEGIN {print a + b}') h_n=$((h_n + 1))
+        fi
+      done
+      if [[ -n $h_line ]]; then
+        echo "held $search: $h_line"
+        ((h_n == ${#held_sets[@]})) && echo "held_mean $(awk -v a="$h_sum" -v n="$h_n" 'BEGIN {printf "%.2f", a / n}')"
+      fi
+    else
+      echo "greedy no model"
+    fi
+  elif [[ $kind == lm && $rc == 124 && ! -f $dir/model.masr ]]; then  # stopped by the budget
+    corpus_args lm "$(compgen -G "$first_unigram_asr/save/*_unigram.model" | head -1)"
+    # shellcheck disable=SC2086
+    "$bin" train "$hparams" --output_folder "$dir" --average-only "${corpus[@]}" $args \
+      >> "$dir/train.log" 2>&1 || true
+  fi
+  return 0
+}
+pids=()
+for i in "${!names[@]}"; do
+  evaluate "$i" > "$out/${names[$i]}/eval.txt" 2>&1 &
+  pids+=($!)
+done
+wait "${pids[@]}" || true
+
+wers=() losses=()  # per variant: its WER for KEEP=best; an LM's last valid loss
 {
-  echo "| variant | kind | env | options | exit | epochs | last epoch line | CTC greedy WER / CER % | attention WER / CER % |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| variant | kind | env | options | exit | epochs | last epoch line | CTC greedy WER / CER % | attention WER / CER % | held-out WER / CER % |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   for i in "${!names[@]}"; do
-    name="${names[$i]}" kind="${kinds[$i]}" hparams="${hps[$i]}" envs="${envss[$i]}"
-    args="${argss[$i]}" dir="$out/${names[$i]}"
+    name="${names[$i]}" kind="${kinds[$i]}" envs="${envss[$i]}" args="${argss[$i]}" dir="$out/${names[$i]}"
     rc=$(cat "$dir/rc" 2>/dev/null || echo "?")
-    # 124: the time budget (SIGTERM writes a checkpoint); then average what exists.
     last=$(grep -E '^epoch [0-9]+:' "$dir/train.log" | tail -1 | cut -d';' -f1 || true)
     epochs=$(grep -cE '^epoch [0-9]+:' "$dir/train.log" || true)
-    greedy="" att=""
-    if [[ $kind == asr && ($rc == 0 || $rc == 124) && ${DECODE:-1} == 1 ]]; then
-      corpus_args asr
-      # shellcheck disable=SC2086
-      if "$bin" train "$hparams" --output_folder "$dir" --average-only "${corpus[@]}" $args \
-          >> "$dir/train.log" 2>&1 && [[ -f $dir/model.masr ]]; then
-        greedy=$(wer_of "$dir" "$out/valid_head.csv" greedy --search greedy)
-        grep -q '^seq_lin:' "$hparams" && att=$(wer_of "$dir" "$out/valid_head.csv" s2s --search s2s --beam 10)
-      else
-        greedy="no model"
-      fi
-    elif [[ $kind == lm && $rc == 124 && ! -f $dir/model.masr ]]; then  # stopped by the budget
-      corpus_args lm "$(compgen -G "$first_unigram_asr/save/*_unigram.model" | head -1)"
-      # shellcheck disable=SC2086
-      "$bin" train "$hparams" --output_folder "$dir" --average-only "${corpus[@]}" $args \
-        >> "$dir/train.log" 2>&1 || true
+    field() { sed -n "s/^$1 //p" "$dir/eval.txt" | head -1; }
+    greedy=$(field greedy) att=$(field att) held=$(field held) held_mean=$(field held_mean)
+    echo "| $name | $kind | $envs | $args | $rc | $epochs | ${last:-none} | $greedy | $att | $held |"
+    if ((${#held_sets[@]} > 0)); then
+      wers[$i]=$held_mean
+    else
+      wers[$i]=$(printf '%s\n%s\n' "${greedy%% *}" "${att%% *}" | grep -E '^[0-9.]+$' | sort -g | head -1 || true)
     fi
-    echo "| $name | $kind | $envs | $args | $rc | $epochs | ${last:-none} | $greedy | $att |"
-    wers[$i]=$(printf '%s\n%s\n' "${greedy%% *}" "${att%% *}" | grep -E '^[0-9.]+$' | sort -g | head -1 || true)
     losses[$i]=$(sed -n 's/.*valid_loss \([0-9.]*\).*/\1/p' <<< "$last")
   done
 } > "$out/summary.md"

@@ -65,7 +65,8 @@ if [[ -f $summary ]]; then
   grep -q '^| s2s-env | asr | MASR_CUDA_GRAPHS=0 |' "$summary" && ok "the variant's environment is listed" ||
     bad "s2s-env's environment is missing"
   # WER / CER figures from the averaged models of both ASR variants.
-  [[ $(grep -cE '^\| s2s(-env|-char)? \|.*\| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \|$' "$summary") == 3 ]] &&
+  # No held-out sets beside this corpus: that column stays empty.
+  [[ $(grep -cE '^\| s2s(-env|-char)? \|.*\| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \|  \|$' "$summary") == 3 ]] &&
     ok "the three ASR variants decoded (greedy and attention)" || bad "ASR variants without WER figures"
   [[ -f $tmp/out/s2s-char/save/26_char.model ]] && ok "s2s-char trained a char tokenizer" ||
     bad "s2s-char's tokenizer: $(ls "$tmp/out/s2s-char/save")"
@@ -85,7 +86,41 @@ else
   bad "no summary.md: $(tail -5 "$tmp/run.log")"
 fi
 
-# Refusals: exit 2 with a message.
+# Variants that continue a model (@PREV_ASR@: s2s-char's), one with VTLP alone (the drops' counts
+# 0), decoded on held-out sets too (HELDOUT's clean.csv and cond.csv; here the validation
+# utterances); KEEP=best then picks by the held-out mean.
+mkdir -p "$tmp/held"
+cp "$tmp/c/data/valid_small.csv" "$tmp/held/clean.csv" && cp "$tmp/c/data/test.csv" "$tmp/held/cond.csv"
+warm="$small --token_type char --output_neurons 26 --init-model @PREV_ASR@"
+printf 'warm\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s\n' "$warm" > "$tmp/warm.tsv"
+printf 'warm-vtlp\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s %s\n' "$warm" \
+  "--augment_prob 1.0 --time_drop_count_low 0 --time_drop_count_high 0 --freq_drop_count_low 0 --freq_drop_count_high 0" >> "$tmp/warm.tsv"
+if PREV_ASR="$tmp/out/s2s-char/model.masr" HELDOUT="$tmp/held" KEEP=best MINUTES=0.3 DEVICE=cpu WORKERS=0 \
+    VALID_UTTS=3 MASR_BIN="$bin" bash "$v" "$tmp/warm.tsv" "$tmp/c/data" "$tmp/wout" > "$tmp/warm.log" 2>&1; then
+  ok "variants.sh ran the warm variants"
+else
+  bad "the warm variants failed: $(tail -5 "$tmp/warm.log")"
+fi
+ws="$tmp/wout/summary.md"
+[[ -f $ws ]] && cat "$ws"
+for name in warm warm-vtlp; do
+  grep -q "train: the weights from $tmp/out/s2s-char/model.masr (--init-model)" "$tmp/wout/$name/train.log" 2>/dev/null &&
+    ok "$name started from s2s-char's weights" || bad "$name: no --init-model line in its log"
+  grep -qE "^\| $name \|.*\| (greedy|s2s): clean [0-9.]+ / [0-9.]+, cond [0-9.]+ / [0-9.]+ \|$" "$ws" 2>/dev/null &&
+    ok "$name decoded on both held-out sets" || bad "$name: no held-out figures"
+done
+# The run's summary line names the feature augmentation: on every batch for warm-vtlp, never for
+# warm (the file's augment_prob 0).
+grep -q "fea_augment: 3-3 of \[SpectrogramDrop, SpectrogramDrop, VTLP\], sequential;" "$tmp/wout/warm-vtlp/train.log" &&
+  ok "warm-vtlp's log names its augmentation" || bad "warm-vtlp: $(grep -m1 'training utterances' "$tmp/wout/warm-vtlp/train.log")"
+grep -q "fea_augment: .*, sequential, prob 0;" "$tmp/wout/warm/train.log" &&
+  ok "warm's log says its augmentation is off" || bad "warm: $(grep -m1 'training utterances' "$tmp/wout/warm/train.log")"
+# The kept one has the lower held-out mean (the two WERs' mean from eval.txt).
+mean() { sed -n 's/^held_mean //p' "$tmp/wout/$1/eval.txt" 2>/dev/null; }
+want=$(awk -v a="$(mean warm)" -v b="$(mean warm-vtlp)" 'BEGIN {if (a != "" && b != "") print (b < a ? "warm-vtlp" : "warm")}')
+[[ -n $want && $(cat "$tmp/wout/kept" 2>/dev/null) == "asr $want" ]] &&
+  ok "KEEP=best: the lower held-out mean ($want: $(mean warm) / $(mean warm-vtlp))" ||
+  bad "KEEP=best kept '$(cat "$tmp/wout/kept" 2>/dev/null)', means '$(mean warm)' '$(mean warm-vtlp)'"
 refused() {  # name expected-message command...
   local name="$1" want="$2"; shift 2
   local rc=0
@@ -93,6 +128,9 @@ refused() {  # name expected-message command...
   [[ $rc == 2 ]] && grep -q "$want" "$tmp/err.log" && ok "refused: $name" ||
     bad "$name: rc $rc, $(cat "$tmp/err.log")"
 }
+refused "@PREV_ASR@ without PREV_ASR" "PREV_ASR ('') is no file" env -u PREV_ASR MASR_BIN="$bin" bash "$v" "$tmp/warm.tsv" "$tmp/c/data" "$tmp/o9"
+
+# Refusals: exit 2 with a message.
 printf 'x\tasr-or-what\thparams/S2S/conmamba_synth_bundle.yaml\t-\t\n' > "$tmp/bad_kind.tsv"
 refused "a bad kind" "KIND must be asr or lm" env MASR_BIN="$bin" bash "$v" "$tmp/bad_kind.tsv" "$tmp/c/data" "$tmp/o2"
 printf 'x\tasr\thparams/nope.yaml\t-\t\n' > "$tmp/bad_hp.tsv"

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/string_printf.h"
 
 namespace masr::features {
 namespace {
@@ -26,7 +27,7 @@ std::string AugmenterConfig::to_string() const {
   if (concat_original) out += ", concat original";
   if (shuffle_augmentations) out += ", shuffled";
   if (repeat_augment != 1) out += ", repeat " + std::to_string(repeat_augment);
-  if (augment_prob < 1.0) out += ", prob " + std::to_string(augment_prob);
+  if (augment_prob < 1.0) out += ", prob " + string_printf("%g", augment_prob);
   return out;
 }
 
