@@ -4,12 +4,16 @@
 # manual-page text of `scripts/make_synth_corpus.sh --eval`, clean and with channel conditions.
 #
 #   bench/pocketsphinx_baseline.sh [--out DIR] [--eval-root DIR] [--utterances N] [--seed N]
-#       [--model PATH] [--exe PATH] [--threads N] [--search greedy|ctc-beam] [--reuse-pocketsphinx]
+#       [--model PATH] [--exe PATH] [--threads N] [--search SEARCH] [--beam N]
+#       [--precisions "fp32 int8"] [--reuse-pocketsphinx]
 #
 # Re-runnable: the eval sets are generated under --eval-root only when missing (the generator is
 # resumable), everything else is recomputed (--reuse-pocketsphinx: PocketSphinx's output and time
 # from an earlier run in DIR, when there, e.g. to measure a new mamba-asr build). Writes DIR/<set>/{ref,ps,fp32,int8}.txt ('ID TEXT'),
-# DIR/<set>/*.log and DIR/summary.md (WER/CER and RTF per system and set).
+# DIR/<set>/*.log and DIR/summary.md (WER/CER and RTF per system and set, then WER per voice:
+# the utterance ID's speaker prefix without its number, e.g. flite_awb, festival_slt_hts).
+# --search: any of `decode --search` (greedy, ctc-beam, s2s; --beam N for the beam searches);
+# --precisions: which of fp32 and int8 to run.
 #
 # Needs Debian 12's PocketSphinx (0.8+5prealpha: pocketsphinx_batch) and its stock models; they
 # are a benchmark-only dependency, not in scripts/setup.sh:
@@ -27,11 +31,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 PY=/usr/bin/python3
 out="$root/build/bench-pocketsphinx" eval_root=/tmp/masr-eval utterances=80 seed=2026
-model="$root/models/conmamba-ctc-synth-en" threads=2 search=greedy reuse_ps=0
+model="$root/models/conmamba-ctc-synth-en" threads=2 search=greedy beam="" reuse_ps=0
+precisions="fp32 int8"
 exe="$root/build/bin/mamba-asr"
 ps_model=/usr/share/pocketsphinx/model/en-us
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -42,6 +47,8 @@ while [[ $# -gt 0 ]]; do
     --exe) exe="$2"; shift 2 ;;  # e.g. a copy, while others rebuild build/bin
     --threads) threads="$2"; shift 2 ;;
     --search) search="$2"; shift 2 ;;
+    --beam) beam="$2"; shift 2 ;;
+    --precisions) precisions="$2"; shift 2 ;;
     --reuse-pocketsphinx) reuse_ps=1; shift ;;
     -h|--help) usage ;;
     *) echo "pocketsphinx_baseline: unknown option '$1'" >&2; usage ;;
@@ -143,6 +150,15 @@ elif cmd == "score":
         rc, hc = list("_".join(r)), list("_".join(h))
         ce += edits(rc, hc); cn += len(rc)
     print(f"{100 * we / wn:.2f} {we} {wn} {100 * ce / cn:.2f} {ce} {cn} {missing}")
+elif cmd == "voices":  # WER per voice: "voice WER% (utterances)" cells, voices sorted
+    refs, hyps = read_lines(sys.argv[2]), read_lines(sys.argv[3])
+    per = {}
+    for uid, ref_text in refs.items():
+        voice = re.sub(r"_\d+-\d+$", "", uid)
+        r, h = normalize(ref_text).split(), normalize(hyps.get(uid, "")).split()
+        a = per.setdefault(voice, [0, 0, 0])
+        a[0] += edits(r, h); a[1] += len(r); a[2] += 1
+    print("; ".join(f"{v} {100 * e / n:.1f} ({u})" for v, (e, n, u) in sorted(per.items())))
 PYEOF
 }
 
@@ -150,6 +166,7 @@ audio_seconds() { "$PY" -c 'import csv,sys; print(sum(float(r["duration"]) for r
 now() { date +%s.%N; }
 
 summary="$out/summary.md"
+: > "$summary.voices"
 {
   echo "| set | utterances | audio (s) | system | WER % | CER % | wall (s) | RTF |"
   echo "|---|---|---|---|---|---|---|---|"
@@ -177,11 +194,12 @@ for s in "${sets[@]}"; do
   rows=("pocketsphinx 0.8+5prealpha en-us (batch)|ps|$(cat "$d/ps.seconds")")
 
   # The bundled model, same audio, fp32 and int8 (RTF as decode reports it: after model load).
-  for p in fp32 int8; do
-    "$exe" --threads "$threads" decode --model "$model" --search "$search" --precision "$p" \
-      "$csv_file" > "$d/$p.txt" 2> "$d/$p.log"
+  for p in $precisions; do
+    # shellcheck disable=SC2046
+    "$exe" --threads "$threads" decode --model "$model" --search "$search" $([[ -z $beam ]] || echo --beam "$beam") \
+      --precision "$p" "$csv_file" > "$d/$p.txt" 2> "$d/$p.log"
     wall=$(sed -n 's/.* decoded in \([0-9.]*\) s: RTF.*/\1/p' "$d/$p.log" | tail -1)
-    rows+=("mamba-asr $(basename "$model") $p ($search, $threads threads)|$p|$wall")
+    rows+=("mamba-asr $(basename "$model") $p ($search${beam:+ beam $beam}, $threads threads)|$p|$wall")
     # The python scorer must agree with mamba-asr's own WER line for this output.
     own=$(sed -n 's/^%WER \([0-9.]*\) .*/\1/p' "$d/$p.log" | tail -1)
     mine=$(helper score "$d/ref.txt" "$d/$p.txt" | cut -d' ' -f1)
@@ -196,7 +214,17 @@ for s in "${sets[@]}"; do
     rtf=$(echo "scale=6; $wall / $secs" | bc)
     printf '| %s | %s | %.1f | %s | %s | %s | %.1f | %.4f |\n' "$s" "$n" "$secs" "$name" "$wer" "$cer" \
       "$wall" "$rtf" >> "$summary.tmp"
+    echo "| $s | $name | $(helper voices "$d/ref.txt" "$d/$file.txt") |" >> "$summary.voices"
   done
 done
+{
+  echo
+  echo "WER % per voice (utterances):"
+  echo
+  echo "| set | system | voices |"
+  echo "|---|---|---|"
+  cat "$summary.voices"
+} >> "$summary.tmp"
+rm -f "$summary.voices"
 mv "$summary.tmp" "$summary"
 cat "$summary"
