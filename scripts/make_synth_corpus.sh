@@ -5,15 +5,18 @@
 #
 #   scripts/make_synth_corpus.sh --out DIR [--seed N] [--utterances N | --hours H] [--jobs J]
 #       [--engines LIST] [--voices LIST] [--conditions LIST] [--condition-prob P] [--text LIST]
-#       [--lm-text FILE] [--eval]
+#       [--text-offset N] [--lm-text FILE] [--eval]
 #
 # Without --engines/--voices/--conditions/--text/--eval: the classic corpus (espeak-ng voices,
 # fortunes sentences, 5 CSV columns; bit-identical to earlier versions). With any of them: engines
 # espeak,festival,flite[:weight] | all; voices ENGINE:VOICE,...; conditions speed,pitch,tempo,
 # reverb,noise,gain,telephone,opus,gsm[:prob] | all | none; text fortunes,anarchism,kjv,wordnet |
 # all; a `condition` CSV column. --eval: a held-out eval.csv only, from the reserved voices and
-# manual-page text. --lm-text FILE: the sentence pool minus valid/test/eval sentences.
-# Resumable: existing WAVs are kept. MASR_SYNTH_ROOT: synthesizers extracted by synth_deps.sh.
+# manual-page text. --text-offset N (extended): the training split reads its sentences from N
+# sentences further into its pool, the same speakers and conditions (valid/test unchanged;
+# training IDs carry -oN-), e.g. a new offset for each session of a training that goes on.
+# --lm-text FILE: the sentence pool minus valid/test/eval sentences. Resumable: existing WAVs
+# are kept. MASR_SYNTH_ROOT: synthesizers extracted by synth_deps.sh.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -21,7 +24,7 @@ PY=/usr/bin/python3
 out="" seed=1234 utterances=100 hours="" jobs="$(nproc)" lm_text="" eval_mode=0
 plan_opts=()
 
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -29,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     --utterances) utterances="$2"; hours=""; shift 2 ;;
     --hours) hours="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
-    --engines|--voices|--conditions|--condition-prob|--text)
+    --engines|--voices|--conditions|--condition-prob|--text|--text-offset)
       [[ $# -ge 2 ]] || { echo "make_synth_corpus: $1 needs a value" >&2; exit 2; }
       plan_opts+=("$1" "$2"); shift 2 ;;
     --lm-text) lm_text="$2"; shift 2 ;;

@@ -582,13 +582,17 @@ def plan_extended(args):
                 speaker.speed + rng.randint(-5, 5)
             pitch = round(speaker.pitch * rng.uniform(0.95, 1.05)) if speaker.pitch else 0
         if split == "train" or args.eval:
-            text = train_pool[n_train % len(train_pool)]
+            # --text-offset: other sentences for the same rows (speakers, conditions), so that
+            # corpora made for successive trainings differ in text and share valid/test
+            text = train_pool[(n_train + args.text_offset) % len(train_pool)]
             n_train += 1
         else:
             text = held[n_held_used % len(held)]
             n_held_used += 1
         condition = draw_conditions(streams, conditions)
-        utt_id = "{}-{:06d}".format(re.sub(r"[^a-z0-9]+", "_", speaker.name.lower()), i)
+        utt_id = "{}-{}{:06d}".format(re.sub(r"[^a-z0-9]+", "_", speaker.name.lower()),
+                                      f"o{args.text_offset}-" if split == "train" and args.text_offset
+                                      else "", i)
         rows.append((utt_id, split, speaker.name, speed, pitch, text, engine, condition))
         factor = 1.0
         for part in condition.split(";"):
@@ -621,6 +625,11 @@ def voice_key(engine, speaker):
 def plan(args):
     extended = (args.eval or args.engines is not None or args.voices is not None
                 or args.conditions is not None or args.text is not None)
+    if args.text_offset < 0:
+        fail(f"--text-offset {args.text_offset}: must be 0 or more")
+    if args.text_offset and (args.eval or not extended):
+        fail("--text-offset is for extended training corpora (--engines/--voices/--conditions/--text), "
+             "not for --eval or the classic corpus")
     (plan_extended if extended else plan_classic)(args)
 
 # ---------------------------------------------------------------- synthesis -------------------------
@@ -953,6 +962,9 @@ def main():
     pp.add_argument("--condition-prob", type=float, default=0.3)
     pp.add_argument("--text", default=None, help=f"{','.join(TEXT_SOURCES)} or all")
     pp.add_argument("--eval", action="store_true", help="reserved voices and text; eval split only")
+    pp.add_argument("--text-offset", type=int, default=0,
+                    help="extended training corpora: the training split's sentences start this far "
+                         "into its pool (valid/test unchanged; training IDs carry -oN)")
     ps = sub.add_parser("synth")
     ps.add_argument("--plan", required=True)
     ps.add_argument("--out", required=True)

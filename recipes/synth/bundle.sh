@@ -24,7 +24,9 @@
 #            $ASR_DIR/model.masr and $OUT/lm/model.masr
 #
 # Environment: OUT (results/synth-bundle), MODEL (s2s or ctc), ASR_DIR ($OUT/asr for s2s, $OUT/ctc
-# for ctc: several runs can share one corpus), HOURS (30), SEED (1234), JOBS (nproc), MINUTES (20),
+# for ctc: several runs can share one corpus), HOURS (30), SEED (1234), TEXT_OFFSET (0: the
+# training sentences start this far into the seed's pool, the valid/test and held-out sets stay
+# the same; scripts/make_synth_corpus.sh --text-offset), JOBS (nproc), MINUTES (20),
 # ASR_ARGS, LM_ARGS (more `mamba-asr train` options, e.g. "--lr_adam 0.001"), DEVICE (cuda),
 # MASR_BIN (build/bin/mamba-asr), SYNTHDEPS (.synthdeps), WORKERS (12),
 # VALID_UTTS (400: the validation subset scored after each epoch), HELDOUT_UTTS (4000 per held-out
@@ -35,7 +37,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${OUT:-$root/results/synth-bundle}"
-hours="${HOURS:-30}" seed="${SEED:-1234}" jobs="${JOBS:-$(nproc)}" minutes="${MINUTES:-20}"
+hours="${HOURS:-30}" seed="${SEED:-1234}" text_offset="${TEXT_OFFSET:-0}" jobs="${JOBS:-$(nproc)}" minutes="${MINUTES:-20}"
 device="${DEVICE:-cuda}" workers="${WORKERS:-12}" valid_utts="${VALID_UTTS:-400}"
 heldout_utts="${HELDOUT_UTTS:-4000}" test_utts="${TEST_UTTS:-500}"
 bin="${MASR_BIN:-$root/build/bin/mamba-asr}"
@@ -56,7 +58,7 @@ train_voices+=",espeak:en-gb-x-gbcwmd,festival:kal,festival:ked"
 heldout_voices="espeak:en-gb-scotland,espeak:en-029"
 text="fortunes,anarchism,kjv"
 
-usage() { sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 log() { printf '[bundle %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { echo "bundle.sh: $*" >&2; exit 1; }
 [[ $# -gt 0 ]] || usage
@@ -65,6 +67,7 @@ for n in "$seed" "$jobs" "$workers" "$valid_utts" "$heldout_utts" "$test_utts"; 
 done
 [[ "$hours" =~ ^[0-9]+([.][0-9]+)?$ && "$minutes" =~ ^[0-9]+([.][0-9]+)?$ ]] ||
   die "HOURS and MINUTES must be numbers"
+[[ "$text_offset" =~ ^[0-9]+$ ]] || die "TEXT_OFFSET must be a whole number of sentences, 0 or more"
 mkdir -p "$out"
 
 # Synthesizers unpacked by the deps stage serve every later stage (scripts/synth_deps.sh).
@@ -90,7 +93,7 @@ stage_deps() {
 stage_corpus() {
   log "corpus: $hours h from $train_voices"
   synth --out "$data" --hours "$hours" --engines espeak,festival --voices "$train_voices" \
-    --conditions all --lm-text "$data/lm_all.txt"
+    --conditions all --text-offset "$text_offset" --lm-text "$data/lm_all.txt"
   # The validation subset scored after every epoch (the whole split is 5 % of the corpus).
   head_csv "$data/valid.csv" "$valid_utts" > "$data/valid_small.csv"
 }

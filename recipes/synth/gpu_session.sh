@@ -77,7 +77,8 @@
 #   averaging, fp16, quick check, packing                 ~1-2 min (estimate)
 # so about 9-11 minutes besides the training; MINUTES=14 leaves a few minutes of margin.
 #
-# Environment (start): HOURS (20), MINUTES (14), SEED (1234), JOBS (12 synthesis processes),
+# Environment (start): HOURS (20), MINUTES (14), SEED (1234), TEXT_OFFSET (0: bundle.sh's; give
+# each session of one model a new one for new training sentences), JOBS (12 synthesis processes),
 # WORKERS (12 loader workers), HELDOUT_UTTS (2000), DEVICE (cuda), ASR_ARGS, LM_ARGS (more train
 # options, as bundle.sh takes them), QUICK_EVAL_UTTS (300), EVAL (0; 1: bundle.sh eval as well),
 # REQUIRE_WARM (0; 1: fail when previous weights were carried and a training did not start from
@@ -335,7 +336,7 @@ masr() { LD_LIBRARY_PATH="$MASR_LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN" 
 # bundle.sh with this session's settings; the synthesizers' Python without the build's libraries.
 bundle() {
   env -u LD_LIBRARY_PATH OUT="$S/bundle" SYNTHDEPS="$S/synthdeps" MASR_SYNTH_ROOT="$S/synthdeps/root" \
-    HOURS="$HOURS" SEED="$SEED" JOBS="$JOBS" WORKERS="$WORKERS" HELDOUT_UTTS="$HELDOUT_UTTS" \
+    HOURS="$HOURS" SEED="$SEED" TEXT_OFFSET="$TEXT_OFFSET" JOBS="$JOBS" WORKERS="$WORKERS" HELDOUT_UTTS="$HELDOUT_UTTS" \
     MINUTES="$MINUTES" DEVICE="$DEVICE" MASR_BIN="$BIN" TEST_UTTS="$QUICK_EVAL_UTTS" \
     ASR_ARGS="${ASR_ARGS:-}" LM_ARGS="${LM_ARGS:-}" bash "$root/recipes/synth/bundle.sh" "$@"
 }
@@ -448,7 +449,7 @@ finish() {  # the results: at most 8 files, each under 16 MiB
   {
     echo "# GPU session $(date -u +%F), $(nvidia-smi -L 2>/dev/null | head -1)"
     echo
-    echo "HOURS=$HOURS MINUTES=$MINUTES SEED=$SEED JOBS=$JOBS WORKERS=$WORKERS ASR_ARGS='${ASR_ARGS:-}' LM_ARGS='${LM_ARGS:-}'"
+    echo "HOURS=$HOURS MINUTES=$MINUTES SEED=$SEED TEXT_OFFSET=$TEXT_OFFSET JOBS=$JOBS WORKERS=$WORKERS ASR_ARGS='${ASR_ARGS:-}' LM_ARGS='${LM_ARGS:-}'"
     echo; echo '```'
     grep -E '^(PHASE|WARM|warm start|make_synth_corpus: synthesized|text:|gpu_session:)' "$LOG" || true
     grep -h -F '(--init-model)' "$asr/train.log" "$S/bundle/lm_train.log" 2>/dev/null || true
@@ -614,7 +615,8 @@ start() {
   receive
   local -a settings=(
     REPO="$root" SESSION_DIR="$S" SESSION_LOG="$LOG" HOURS="${HOURS:-20}" MINUTES="${MINUTES:-14}"
-    SEED="${SEED:-1234}" JOBS="${JOBS:-12}" WORKERS="${WORKERS:-12}" HELDOUT_UTTS="${HELDOUT_UTTS:-2000}"
+    SEED="${SEED:-1234}" TEXT_OFFSET="${TEXT_OFFSET:-0}" JOBS="${JOBS:-12}" WORKERS="${WORKERS:-12}"
+    HELDOUT_UTTS="${HELDOUT_UTTS:-2000}"
     DEVICE="${DEVICE:-cuda}" QUICK_EVAL_UTTS="${QUICK_EVAL_UTTS:-300}" EVAL="${EVAL:-0}"
     REQUIRE_WARM="${REQUIRE_WARM:-0}" PAYLOAD_WAIT_S="${PAYLOAD_WAIT_S:-900}" PART_MIB="${PART_MIB:-15}"
     BIN="${MASR_BIN:-$([[ -n ${SKIP_BUILD:-} ]] && echo "$root" || echo "$S/src")/build-cuda/bin/mamba-asr}"
@@ -706,7 +708,7 @@ case "$cmd" in
   stop) stop ;;
   receive) receive ;;
   driver)  # started by `start`, with its settings in the environment
-    : "${BIN:?}" "${REPO:?}" "${HOURS:?}" "${MINUTES:?}" "${SEED:?}" "${JOBS:?}" "${WORKERS:?}" \
+    : "${BIN:?}" "${REPO:?}" "${HOURS:?}" "${MINUTES:?}" "${SEED:?}" "${TEXT_OFFSET:?}" "${JOBS:?}" "${WORKERS:?}" \
       "${HELDOUT_UTTS:?}" "${DEVICE:?}" "${QUICK_EVAL_UTTS:?}" "${PAYLOAD_WAIT_S:?}"
     cd "$root"
     driver ;;

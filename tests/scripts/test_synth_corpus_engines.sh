@@ -49,6 +49,9 @@ refuse "reserved for evaluation" --text fortunes,manpages
 refuse "--lm-text is for training corpora" --eval --lm-text "$tmp/x.txt"
 refuse "unknown condition 'echo'" --conditions noise,echo
 refuse "unknown engine 'mbrola'" --engines espeak,mbrola
+refuse "--text-offset is for extended training corpora" --text-offset 5
+refuse "--text-offset is for extended training corpora" --eval --text-offset 5
+refuse "--text-offset -1: must be 0 or more" --engines espeak --text-offset -1
 [[ ! -e "$tmp/refused/train.csv" ]] && ok "nothing written when refused" || bad "a refused run wrote train.csv"
 
 # 3. Every engine and voice produces audio (train voices here, reserved ones in 6).
@@ -80,6 +83,29 @@ before=$(hashes "$tmp/a")
   --condition-prob 0.5 --text all 2> "$tmp/resume.log"
 grep -q "(14 already there)" "$tmp/resume.log" && [[ "$(hashes "$tmp/a")" == "$before" ]] &&
   ok "resume keeps every WAV" || bad "resume: $(cat "$tmp/resume.log")"
+
+# --text-offset: the same rows (speakers, conditions, splits), the valid and test rows unchanged,
+# other training sentences under IDs marked -o500-.
+for o in 0 500; do
+  "$PY" "$py" plan --seed 7 --utterances 60 --engines all --conditions all --condition-prob 0.5 \
+    --text all --text-offset "$o" > "$tmp/off$o.tsv" 2>/dev/null
+done
+"$PY" - "$tmp/off0.tsv" "$tmp/off500.tsv" <<'PY' && ok "--text-offset: valid/test kept, training text moved" || bad "--text-offset"
+import sys
+a = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+b = [l.rstrip("\n").split("\t") for l in open(sys.argv[2])]
+assert len(a) == len(b) == 60, (len(a), len(b))
+train = [(x, y) for x, y in zip(a, b) if x[1] == "train"]
+held = [(x, y) for x, y in zip(a, b) if x[1] != "train"]
+assert train and held
+assert all(x == y for x, y in held), "valid/test rows changed"
+for x, y in train:
+    prefix, number = x[0].rsplit("-", 1)
+    assert y[0] == f"{prefix}-o500-{number}", (x[0], y[0])
+    assert x[2:5] == y[2:5] and x[6:] == y[6:], "speaker, speed, pitch, engine or condition moved"
+assert sum(x[5] != y[5] for x, y in train) == len(train), "a training sentence stayed"
+assert not {r[5] for r in b if r[1] == "train"} & {r[5] for r in b if r[1] != "train"}, "a held sentence in training"
+PY
 
 # 5. Every condition flag: one clean utterance and one per factor with the planner's own parameters
 #    (a plan with every factor at probability 1, split into single factors); same voice and text.
