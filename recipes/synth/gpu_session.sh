@@ -137,6 +137,9 @@ pack() {
   check_no_reserved "$set/debs/MANIFEST"
   [[ -f $prev/asr.fp16.masr ]] && echo "gpu_session: previous weights: $prev" >&2 ||
     echo "gpu_session: no $prev/asr.fp16.masr: the session trains from scratch" >&2
+  # The tracked models travel with every call unless moved out of the tree for the session.
+  [[ -d models ]] && echo "gpu_session: models/ ($(du -sh models | cut -f1)) is in the tree and goes with every" \
+    "call: move it out for the session (mv models /elsewhere; back afterwards) and pack again for fewer calls" >&2
   /usr/bin/python3 - "$set" "$prev" "${PREV_LM:-1}" "${CARRY_LIMIT_MIB:-64}" "${CARRY_MARGIN_MIB:-6}" <<'PY'
 import hashlib, os, shutil, subprocess, sys, tarfile, tempfile, time
 set_dir, prev, prev_lm, limit_mib, margin_mib = sys.argv[1:]
