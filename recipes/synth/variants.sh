@@ -169,7 +169,7 @@ fi
 # cond W / C"), held_mean (the two held-out WERs' mean).
 evaluate() {
   local i=$1 name="${names[$1]}" kind="${kinds[$1]}" hparams="${hps[$1]}" args="${argss[$1]}"
-  local dir="$out/${names[$1]}" rc greedy="" att="" search best w set h_line="" h_sum=0 h_n=0
+  local dir="$out/${names[$1]}" rc greedy="" att="" search w set h_line="" h_wers=()
   rc=$(cat "$dir/rc" 2>/dev/null || echo "?")
   # 124: the time budget (SIGTERM writes a checkpoint); then average what exists.
   if [[ $kind == asr && ($rc == 0 || $rc == 124) && ${DECODE:-1} == 1 ]]; then
@@ -182,25 +182,21 @@ evaluate() {
       echo "greedy $greedy"
       echo "att $att"
       # The held-out sets with the search that did better on the validation set.
-      search=greedy best="${greedy%% *}"
-      if [[ -n $att && ${att%% *} =~ ^[0-9.]+$ ]] &&
-          { ! [[ $best =~ ^[0-9.]+$ ]] || awk -v a="${att%% *}" -v b="$best" 'BEGIN {exit !(a < b)}'; }; then
-        search=s2s
+      local -a search_args=(--search greedy)
+      search=greedy
+      if [[ -n $att && ${att%% *} =~ ^[0-9.]+$ ]] && { ! [[ ${greedy%% *} =~ ^[0-9.]+$ ]] ||
+          awk -v a="${att%% *}" -v b="${greedy%% *}" 'BEGIN {exit !(a < b)}'; }; then
+        search=s2s search_args=(--search s2s --beam 10)
       fi
       for set in "${held_sets[@]}"; do
-        if [[ $search == s2s ]]; then
-          w=$(wer_of "$dir" "$out/heldout_$set.csv" "heldout_${set}_s2s" --search s2s --beam 10)
-        else
-          w=$(wer_of "$dir" "$out/heldout_$set.csv" "heldout_${set}_greedy" --search greedy)
-        fi
+        w=$(wer_of "$dir" "$out/heldout_$set.csv" "heldout_${set}_$search" "${search_args[@]}")
         h_line+="${h_line:+, }$set $w"
-        if [[ ${w%% *} =~ ^[0-9.]+$ ]]; then
-          h_sum=$(awk -v a="$h_sum" -v b="${w%% *}" 'BEGIN {print a + b}') h_n=$((h_n + 1))
-        fi
+        [[ ${w%% *} =~ ^[0-9.]+$ ]] && h_wers+=("${w%% *}")
       done
       if [[ -n $h_line ]]; then
         echo "held $search: $h_line"
-        ((h_n == ${#held_sets[@]})) && echo "held_mean $(awk -v a="$h_sum" -v n="$h_n" 'BEGIN {printf "%.2f", a / n}')"
+        ((${#h_wers[@]} == ${#held_sets[@]})) &&
+          echo "held_mean $(printf '%s\n' "${h_wers[@]}" | awk '{s += $1} END {printf "%.2f", s / NR}')"
       fi
     else
       echo "greedy no model"
@@ -221,6 +217,7 @@ done
 wait "${pids[@]}" || true
 
 wers=() losses=()  # per variant: its WER for KEEP=best; an LM's last valid loss
+field() { sed -n "s/^$2 //p" "$1/eval.txt" | head -1; }  # field DIR KEY: a line of evaluate's
 {
   echo "| variant | kind | env | options | exit | epochs | last epoch line | CTC greedy WER / CER % | attention WER / CER % | held-out WER / CER % |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -229,8 +226,7 @@ wers=() losses=()  # per variant: its WER for KEEP=best; an LM's last valid loss
     rc=$(cat "$dir/rc" 2>/dev/null || echo "?")
     last=$(grep -E '^epoch [0-9]+:' "$dir/train.log" | tail -1 | cut -d';' -f1 || true)
     epochs=$(grep -cE '^epoch [0-9]+:' "$dir/train.log" || true)
-    field() { sed -n "s/^$1 //p" "$dir/eval.txt" | head -1; }
-    greedy=$(field greedy) att=$(field att) held=$(field held) held_mean=$(field held_mean)
+    greedy=$(field "$dir" greedy) att=$(field "$dir" att) held=$(field "$dir" held) held_mean=$(field "$dir" held_mean)
     echo "| $name | $kind | $envs | $args | $rc | $epochs | ${last:-none} | $greedy | $att | $held |"
     if ((${#held_sets[@]} > 0)); then
       wers[$i]=$held_mean
