@@ -139,26 +139,23 @@ elif cmd == "ps":
             words = [re.sub(r"\(\d+\)$", "", w) for w in m.group(1).split()]
             words = [w for w in words if not (w.startswith("<") or w.startswith("[") or w.startswith("++"))]
             o.write(f"{uid} {normalize(' '.join(words))}\n")
-elif cmd == "score":
+elif cmd in ("score", "voices"):
+    # Edits summed per group: one group ("score": totals, then the missing count) or one per voice
+    # ("voices": the ID without its _NN-NNNNNN tail, "voice WER% (utterances)" cells, sorted).
     refs, hyps = read_lines(sys.argv[2]), read_lines(sys.argv[3])
-    we = wn = ce = cn = missing = 0
+    groups = {}
     for uid, ref_text in refs.items():
-        if uid not in hyps:
-            missing += 1
+        key = re.sub(r"_\d+-\d+$", "", uid) if cmd == "voices" else ""
         r, h = normalize(ref_text).split(), normalize(hyps.get(uid, "")).split()
-        we += edits(r, h); wn += len(r)
         rc, hc = list("_".join(r)), list("_".join(h))
-        ce += edits(rc, hc); cn += len(rc)
-    print(f"{100 * we / wn:.2f} {we} {wn} {100 * ce / cn:.2f} {ce} {cn} {missing}")
-elif cmd == "voices":  # WER per voice: "voice WER% (utterances)" cells, voices sorted
-    refs, hyps = read_lines(sys.argv[2]), read_lines(sys.argv[3])
-    per = {}
-    for uid, ref_text in refs.items():
-        voice = re.sub(r"_\d+-\d+$", "", uid)
-        r, h = normalize(ref_text).split(), normalize(hyps.get(uid, "")).split()
-        a = per.setdefault(voice, [0, 0, 0])
-        a[0] += edits(r, h); a[1] += len(r); a[2] += 1
-    print("; ".join(f"{v} {100 * e / n:.1f} ({u})" for v, (e, n, u) in sorted(per.items())))
+        g = groups.setdefault(key, [0, 0, 0, 0, 0, 0])  # word edits, words, char edits, chars, utterances, missing
+        for k, v in enumerate((edits(r, h), len(r), edits(rc, hc), len(rc), 1, uid not in hyps)):
+            g[k] += v
+    if cmd == "score":
+        we, wn, ce, cn, _, missing = groups[""]
+        print(f"{100 * we / wn:.2f} {we} {wn} {100 * ce / cn:.2f} {ce} {cn} {missing}")
+    else:
+        print("; ".join(f"{v} {100 * g[0] / g[1]:.1f} ({g[4]})" for v, g in sorted(groups.items())))
 PYEOF
 }
 
