@@ -40,8 +40,9 @@
 #             NAME = new|base + 1|2|4|NxM (GPUs; NxM = N*M ranks started torchrun-style as N
 #             "nodes" of M, each node on its share of the CPUs and GPUs; eagerN: CUDA graphs
 #             off, firstN: graphs from the first batch, lazyN: no captures of the shapes seen
-#             so far when captures start, goutN: the optimizer outside the graph, oldN: every
-#             A/B switch off); base runs the binary
+#             so far when captures start, goutN: the optimizer outside the graph, garN: the
+#             ranks' all-reduce and the update inside each graph (MASR_GRAPH_ALLREDUCE=1),
+#             oldN: every A/B switch off); base runs the binary
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
 #             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz.
@@ -450,6 +451,8 @@ stage_scale() {
     # gout: the optimizer's update outside the graph (flat gradient buffers), one GPU's default
     # before 2026-11-29.
     [[ $run == gout* ]] && layout=${run#gout} RUN_ENV="MASR_GRAPH_OPTIMIZER=0"
+    # gar: several ranks with the bucketed all-reduce and the update inside each graph.
+    [[ $run == gar* ]] && layout=${run#gar} RUN_ENV="MASR_GRAPH_ALLREDUCE=1"
     RUN_ENV=$RUN_ENV scale_run "$run" "$bin" "$layout"
   done 2>&1
   python3 bench/ddp_profile.py /tmp/scale/*/ > /tmp/scale/summary.txt 2>&1 || true

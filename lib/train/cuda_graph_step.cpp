@@ -143,7 +143,7 @@ struct GraphedSteps::Impl {
   std::vector<at::Tensor> views;  // each parameter's gradient in its flat buffer
   std::vector<bool> used;         // parameters that have had a gradient
   std::vector<at::Tensor> flats;
-  UpdateFn update;        // the optimizer's update, inside the step (no flats then)
+  Update update;          // the optimizer's update, inside the step (no flats then)
   bool capture = false;   // a capturing build and device
   bool capturing = true;  // set_capturing
   size_t max_graphs = 64;
@@ -172,9 +172,10 @@ struct GraphedSteps::Impl {
     if (update) {
       // The gradients as the backward makes them, used by the update and dropped: inside a
       // capture their memory goes back to the graph's pool, for the next step's activations.
+      if (update.before_backward) update.before_backward();
       target.backward();
       runtime::memory_point(cuda, "backward");
-      update();
+      update.apply();
       for (at::Tensor& p : params) p.mutable_grad().reset();
       runtime::memory_point(cuda, "update");
       return loss.detach();
@@ -523,7 +524,7 @@ std::vector<std::pair<std::string, int64_t>> GraphedSteps::shape_counts() const 
   return counts;
 }
 
-GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture, UpdateFn update)
+GraphedSteps::GraphedSteps(std::vector<at::Tensor> parameters, bool capture, Update update)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   for (at::Tensor& p : parameters) {

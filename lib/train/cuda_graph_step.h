@@ -21,9 +21,15 @@
 // parameter's .grad is a view: data parallelism averages them in one all-reduce each (after the
 // backward, not overlapped with it).
 //
-// With an `update` (OptimizerStepper::graph_update: one process, no gradient accumulation), the
-// graph holds the whole step: forward, backward, clipping and the optimizer's update, and the
-// gradients live only inside it. There are no flat buffers then: gradients are made by the
+// With an `update` (OptimizerStepper::graph_update: no gradient accumulation), the graph holds
+// the whole step: forward, backward, clipping and the optimizer's update, and the gradients live
+// only inside it. With several ranks it holds their all-reduces too: the data-parallel gradient
+// buckets (gradient_buckets.h) are armed before the backward, each bucket's all-reduce is
+// launched (captured: NCCL kernels on the process group's stream, joined back before the graph
+// ends) as soon as the backward has filled it, so the reduction overlaps the rest of the
+// backward on replay as it does op by op; every graph issues the same collectives (one per
+// bucket, then the used-parameter flags) in the same order, as every step op by op does, so
+// ranks replaying graphs of different shapes, or one rank stepping op by op, stay matched. There are no flat buffers then: gradients are made by the
 // backward, in the graph's pool, where the next step's forward reuses their memory, so a step's
 // peak memory is what it is op by op (the flat buffers held 439 MiB for ConMamba-L for the whole
 // run: bench/results/2026-11-28-h200-cuda-graphs.md). MASR_GRAPH_OPTIMIZER=0: the optimizer
@@ -73,9 +79,16 @@ struct GraphStats {
 class GraphedSteps {
  public:
   using LossFn = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
-  // What follows the backward inside the step (the optimizer's update from the parameters'
-  // .grad); it must depend on nothing the host changes between steps except device tensors.
-  using UpdateFn = std::function<void()>;
+  // The optimizer's side of a step, inside it (OptimizerStepper::graph_update): `apply` follows
+  // the backward (the gradients' average over the ranks, clipping, the update from the
+  // parameters' .grad) and `before_backward`, when set, precedes it (arming the data-parallel
+  // gradient buckets, whose all-reduces the backward then launches as they fill). Neither may
+  // depend on anything the host changes between steps except device tensors.
+  struct Update {
+    std::function<void()> before_backward;
+    std::function<void()> apply;
+    explicit operator bool() const { return static_cast<bool>(apply); }
+  };
 
   // Whether this build can capture on `device` (LibTorch 2 with CUDA, a CUDA device) and
   // MASR_CUDA_GRAPHS is not 0.
@@ -87,7 +100,7 @@ class GraphedSteps {
   // capture graphs (false: every batch eagerly, the same accumulation; CPU tests use that).
   // `update`: the whole step in the graph (above), gradients only inside it; without one, they
   // accumulate into the flat buffers.
-  GraphedSteps(std::vector<at::Tensor> parameters, bool capture, UpdateFn update = {});
+  GraphedSteps(std::vector<at::Tensor> parameters, bool capture, Update update = {});
   ~GraphedSteps();
   GraphedSteps(const GraphedSteps&) = delete;
   GraphedSteps& operator=(const GraphedSteps&) = delete;

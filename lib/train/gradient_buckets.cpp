@@ -151,8 +151,18 @@ void GradientBuckets::release() {
 }
 
 void GradientBuckets::arm() {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->armed = true;
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mutex);
+  // A fresh step: no slot filled, no bucket launched. finish() leaves it so; a CUDA graph
+  // capture that failed half-way may not have (its hooks filled slots and captured all-reduces
+  // that never ran, and the step is then run op by op).
+  for (auto& slot : st.slots) slot.filled = false;
+  for (auto& bucket : st.buckets) {
+    bucket.pending = bucket.slots.size();
+    bucket.wait = nullptr;
+  }
+  st.next = 0;
+  st.armed = true;
 }
 
 void GradientBuckets::finish() {
@@ -161,8 +171,6 @@ void GradientBuckets::finish() {
   if (st.slots.empty()) return;
   // Which parameters have a gradient anywhere: reduced after the buckets, in the same order on
   // every rank.
-  at::Tensor used = at::zeros({static_cast<int64_t>(st.slots.size())},
-                              st.slots.front().param.options().dtype(at::kFloat));
   std::vector<float> local_used(st.slots.size(), 0.0f);
   for (size_t i = 0; i < st.slots.size(); ++i) {
     State::Slot& s = st.slots[i];
@@ -170,11 +178,16 @@ void GradientBuckets::finish() {
     local_used[i] = (s.filled || s.param.grad().defined()) ? 1.0f : 0.0f;
     if (!s.filled) st.fill(s, at::Tensor());
   }
-  // Through pinned memory: a plain host-to-device copy would stop the host until the backward
-  // has finished on the GPU.
-  used.copy_(runtime::to_device_async(at::tensor(local_used), used.device()));
   const bool all_used_here =
       std::all_of(local_used.begin(), local_used.end(), [](float u) { return u > 0.0f; });
+  const at::TensorOptions flags = st.slots.front().param.options().dtype(at::kFloat);
+  // All used (every step of the usual models): ones made on the device, which a CUDA graph
+  // capture can hold. Otherwise through pinned memory (a plain host-to-device copy would stop
+  // the host until the backward has finished on the GPU); a capture refuses that upload and the
+  // read back below, and the step runs op by op.
+  const at::Tensor used =
+      all_used_here ? at::ones({static_cast<int64_t>(st.slots.size())}, flags)
+                    : runtime::to_device_async(at::tensor(local_used), flags.device());
   st.launch_ready();
   if (st.next != st.buckets.size()) {
     throw Error(ErrorKind::kInternal, "data parallel: a gradient bucket was left unlaunched");

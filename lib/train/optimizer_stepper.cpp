@@ -46,17 +46,32 @@ bool OptimizerStepper::backward(const at::Tensor& loss) {
   return true;
 }
 
-GraphedSteps::UpdateFn OptimizerStepper::graph_update(bool capture) {
+GraphedSteps::Update OptimizerStepper::graph_update(bool capture) {
   if (env_is("MASR_GRAPH_OPTIMIZER", "0")) return {};
-  if (!graphable() || parallel_->world_size() > 1 || config_.grad_accumulation_factor != 1 ||
+  if (!graphable() || config_.grad_accumulation_factor != 1 ||
       optimizer_->param_groups().size() != 1) {
     return {};
   }
   if (capture && !(fused_ && FusedAdam::tensor_lr())) return {};
-  return [this] {
+  // Several ranks: opt-in until a GPU run has compared it with the all-reduce after the step
+  // (docs/training.md, "CUDA graphs").
+  if (parallel_->world_size() > 1 && !env_is("MASR_GRAPH_ALLREDUCE", "1")) return {};
+  GraphedSteps::Update update;
+  if (parallel_->world_size() > 1) {
+    // The gradient buckets armed for this backward: each bucket's all-reduce starts as soon as
+    // the backward has filled it, and apply's average_gradients waits for them (the same
+    // collectives, in the same order, as backward() and step() issue op by op).
+    update.before_backward = [this] { parallel_->prepare_backward(parameters_, true); };
+  }
+  update.apply = [this] {
+    if (parallel_->world_size() > 1) {
+      profile_phase("collectives");
+      parallel_->average_gradients(parameters_);
+    }
     profile_phase("clip");
     step_unless_nonfinite(clip_gradients(parameters_, config_.max_grad_norm));
   };
+  return update;
 }
 
 bool OptimizerStepper::backward_graphed(GraphedSteps& graphs, std::vector<at::Tensor> inputs,

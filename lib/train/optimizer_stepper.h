@@ -62,13 +62,14 @@ class OptimizerStepper {
   // No fp16 loss scaler (its scale lives on the host) and no activation checkpointing (its
   // recomputation saves and restores generator states on the host).
   bool graphable() const { return !scaler_.enabled() && !config_.activation_checkpointing; }
-  // The optimizer's side of a step (clipping, the update or its skip, counted on the device) for
+  // The optimizer's side of a step (with several ranks the gradient all-reduce, bucket by bucket
+  // beside the backward; clipping, the update or its skip, counted on the device) for
   // GraphedSteps to run inside the step, so that gradients live only there
-  // (cuda_graph_step.h); empty where it cannot: several processes (the all-reduce stays
-  // outside), gradient accumulation, several param groups, MASR_GRAPH_OPTIMIZER=0, or, with
-  // `capture`, an update that would read anything back (no fused kernels with a tensor
-  // learning rate). Give the GraphedSteps built with it to backward_graphed.
-  GraphedSteps::UpdateFn graph_update(bool capture);
+  // (cuda_graph_step.h); empty where it cannot: gradient accumulation, several param groups,
+  // MASR_GRAPH_OPTIMIZER=0, several ranks without MASR_GRAPH_ALLREDUCE=1, or, with `capture`,
+  // an update that would read anything back (no fused kernels with a tensor learning rate).
+  // Give the GraphedSteps built with it to backward_graphed.
+  GraphedSteps::Update graph_update(bool capture);
   // Averages, unscales, clips and steps (skipped on inf/nan gradients), then Noam.
   void step();
   int64_t accumulated() const { return accumulated_; }

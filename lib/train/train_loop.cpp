@@ -140,6 +140,12 @@ TrainLoop::TrainLoop(const hparams::Hparams& hp, TrainRunOptions options)
     graphs_ = std::make_unique<GraphedSteps>(task_->parameters(), capture,
                                              stepper_->graph_update(capture));
     graphs_->set_inputs_like(task_->graph_inputs_like());
+    if (graphs_->steps_optimizer() && parallel_->world_size() > 1 && main()) {
+      MASR_LOG_INFO(
+          "train: the gradient all-reduce (bucket by bucket, beside the backward) and the "
+          "optimizer's update are part of each %s step (MASR_GRAPH_ALLREDUCE=1)",
+          capture ? "CUDA-graph" : "split");
+    }
     // Steps replayed as CUDA graphs run as fast with 8 MiB cuBLAS workspaces as with Hopper's
     // 32, and hold less memory (runtime/compute_stream.h). Only where steps will be captured: a
     // task without a split step (the LM), fp16 or activation checkpointing keeps the default.

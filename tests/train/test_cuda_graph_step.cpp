@@ -335,9 +335,9 @@ TEST_CASE("the optimizer's update inside GraphedSteps' step trains as backward()
                                       std::make_shared<masr::train::DataParallel>());
   masr::train::OptimizerStepper inside(config, twins.b.parameters(), false,
                                        std::make_shared<masr::train::DataParallel>());
-  GraphedSteps::UpdateFn update = inside.graph_update(/*capture=*/false);
+  GraphedSteps::Update update = inside.graph_update(/*capture=*/false);
   REQUIRE(update);
-  // No update where the step cannot hold it: gradient accumulation, several processes.
+  // No update where the step cannot hold it: gradient accumulation.
   {
     masr::train::TrainConfig accumulating = config;
     accumulating.grad_accumulation_factor = 2;
@@ -521,7 +521,7 @@ TEST_CASE("a CUDA graph with the optimizer's update inside trains as the steps o
                                       std::make_shared<masr::train::DataParallel>());
   masr::train::OptimizerStepper inside(config, twins.b.parameters(), true,
                                        std::make_shared<masr::train::DataParallel>());
-  GraphedSteps::UpdateFn update = inside.graph_update(/*capture=*/true);
+  GraphedSteps::Update update = inside.graph_update(/*capture=*/true);
   REQUIRE(update);  // LibTorch 2.11: fused kernels with a tensor learning rate
   GraphedSteps graphed(twins.b.parameters(), /*capture=*/true, std::move(update));
   REQUIRE(graphed.steps_optimizer());

@@ -88,6 +88,39 @@ TEST_CASE("data parallel: buckets launch during backward, in order, and average 
   CHECK(launched.size() == buckets.bucket_count() + 1);
 }
 
+TEST_CASE("data parallel: arm() starts a clean step after one that never finished",
+          "[parallel]") {
+  // A CUDA graph capture that fails after its backward leaves slots filled and buckets launched
+  // (captured all-reduces that never ran); the step is then run again op by op.
+  Net net = seeded_net();
+  Net reference = seeded_net();
+  size_t launches = 0;
+  GradientBuckets buckets(net.parameters(), /*bucket_bytes=*/1, /*world_size=*/2,
+                          [&launches](const at::Tensor& flat) {
+                            ++launches;
+                            flat.mul_(2.0);
+                            return std::function<void()>([] {});
+                          });
+  buckets.arm();
+  net.loss(batch(3)).backward();
+  REQUIRE(buckets.launched() == 2);  // no finish(): the failed capture
+  for (auto& p : net.parameters()) p.mutable_grad() = at::Tensor();
+  launches = 0;
+  buckets.release();
+  buckets.arm();
+  net.loss(batch(4)).backward();
+  CHECK(buckets.launched() == 2);
+  buckets.finish();
+  CHECK(launches == buckets.bucket_count() + 1);
+  reference.loss(batch(4)).backward();
+  const auto got = net.parameters(), want = reference.parameters();
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("parameter " << i);
+    REQUIRE(got[i].grad().defined() == want[i].grad().defined());
+    if (want[i].grad().defined()) CHECK(torch::allclose(got[i].grad(), want[i].grad(), 1e-6, 1e-7));
+  }
+}
+
 TEST_CASE("data parallel: p.grad is the bucket's slice, and later steps stay exact whether "
           "the optimizer sets gradients to none or zeroes them in place",
           "[parallel]") {

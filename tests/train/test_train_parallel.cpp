@@ -165,17 +165,26 @@ TEST_CASE("train --nproc 2: a rank that dies stops the others and names the rank
 }
 
 // The split step of CUDA-graph training (MASR_CUDA_GRAPHS=split: flat gradient buffers, one
-// all-reduce each, no gradient buckets) on two CPU ranks against one process accumulating 2
-// batches the same way.
+// all-reduce each after the backward; with MASR_GRAPH_ALLREDUCE=1 the bucketed all-reduce and
+// the optimizer's update inside the step, as a captured step holds them) on two CPU ranks
+// against one process accumulating 2 batches into the flat buffers.
 TEST_CASE("train --nproc 2 with the split step of CUDA-graph training averages its flat gradients",
           "[train][parallel]") {
-  testing::TempDir dir("train_ddp_split");
-  const double worst = two_ranks_against_accumulation(dir, "MASR_CUDA_GRAPHS=split ");
-  CHECK(worst < 1e-5);
-  WARN("largest relative difference: " << worst);
-  // Both runs took the split path (rank 0 reports its counts at each epoch's end).
-  CHECK(read_file(dir.file("two.log")).find("CUDA graphs: 0 batches replayed") !=
-        std::string::npos);
-  CHECK(read_file(dir.file("one.log")).find("CUDA graphs: 0 batches replayed") !=
-        std::string::npos);
+  for (const bool inside : {false, true}) {
+    INFO((inside ? "MASR_GRAPH_ALLREDUCE=1" : "the all-reduce after the step"));
+    testing::TempDir dir(inside ? "train_ddp_split_inside" : "train_ddp_split");
+    const double worst = two_ranks_against_accumulation(
+        dir, std::string("MASR_CUDA_GRAPHS=split ") + (inside ? "MASR_GRAPH_ALLREDUCE=1 " : ""));
+    CHECK(worst < 1e-5);
+    WARN("largest relative difference: " << worst);
+    // Both runs took the split path (rank 0 reports its counts at each epoch's end), the two
+    // ranks with the all-reduce inside the step only when asked.
+    const std::string two = read_file(dir.file("two.log"));
+    CHECK(two.find("CUDA graphs: 0 batches replayed") != std::string::npos);
+    CHECK((two.find("the gradient all-reduce (bucket by bucket, beside the backward) and the "
+                    "optimizer's update are part of each split step") != std::string::npos) ==
+          inside);
+    CHECK(read_file(dir.file("one.log")).find("CUDA graphs: 0 batches replayed") !=
+          std::string::npos);
+  }
 }
