@@ -165,6 +165,10 @@ void register_builtin_classes(Registry& r) {
   // mamba-asr's own: lib/features/augment/vtlp.h.
   declare(r, "mamba_asr.VTLP", {}, "vocal-tract-length perturbation of log-mel features",
           {"warp_low", "warp_high", "f_hi", "sample_rate", "f_min", "f_max"});
+  // mamba-asr's own: lib/features/augment/spectral_smoothing.h.
+  declare(r, "mamba_asr.SpectralSmoothing", {},
+          "smooths log-mel features in time and liftering (as parametric synthesis does)",
+          {"time_width_low", "time_width_high", "keep_low", "keep_high"});
   declare(r, "speechbrain.augment.time_domain.RandAmp", {"mamba_asr.RandAmp"},
           "scales each waveform to a random peak", {"amp_low", "amp_high"});
   declare(r, "speechbrain.augment.time_domain.DoClip", {"mamba_asr.DoClip"},

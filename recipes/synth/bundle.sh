@@ -157,17 +157,24 @@ stage_train() {
     trap 'kill $lm_pid 2>/dev/null || true' EXIT  # a failed ASR run does not leave the LM waiting
   fi
   mkdir -p "$asr"
+  # The S2S model learns nothing from scratch with SpecAugment on (its hparams say so): a run
+  # that does not continue a model starts without it (ASR_ARGS, after this, may still set it).
+  local cold=""
+  if [[ $model == s2s && " ${ASR_ARGS:-} " != *" --init-model "* ]]; then
+    cold="--augment_prob 0.0"
+    log "train: from scratch, so without SpecAugment (--augment_prob 0.0; a warm start keeps it)"
+  fi
   log "train: $model ASR for $minutes min ($asr/train.log)"
   timeout -s TERM "${minutes}m" "$bin" --device "$device" train "$asr_hparams" \
     --data_folder "$data" --output_folder "$asr" --train_csv "$data/train.csv" \
     --valid_csv "$data/valid_small.csv" \
-    --test_csv "$data/test.csv" --num_workers "$workers" ${ASR_ARGS:-} > "$asr/train.log" 2>&1 ||
+    --test_csv "$data/test.csv" --num_workers "$workers" $cold ${ASR_ARGS:-} > "$asr/train.log" 2>&1 ||
     status=$?
   # 124: the time budget ended it (SIGTERM writes a checkpoint first); then average.
   [[ $status -eq 0 || $status -eq 124 ]] || die "ASR training failed ($status): $asr/train.log"
   "$bin" train "$asr_hparams" --data_folder "$data" --output_folder "$asr" --average-only \
     --train_csv "$data/train.csv" --valid_csv "$data/valid_small.csv" --test_csv "$data/test.csv" \
-    ${ASR_ARGS:-} >> "$asr/train.log" 2>&1
+    $cold ${ASR_ARGS:-} >> "$asr/train.log" 2>&1
   if [[ -n $lm_pid ]]; then
     wait "$lm_pid" || die "LM training failed: $out/lm_train.log"
     trap - EXIT

@@ -6,6 +6,9 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +22,7 @@
 #include "features/augment/augmenter.h"
 #include "features/augment/noise.h"
 #include "features/augment/reverb.h"
+#include "features/augment/spectral_smoothing.h"
 #include "features/augment/spectrogram_drop.h"
 #include "features/augment/vtlp.h"
 #include "features/augment/warping.h"
@@ -700,6 +704,113 @@ fea_augment: !new:speechbrain.augment.augmenter.Augmenter
   CHECK_THAT(augmenter->summary(), Catch::Contains("VTLP"));
   auto g5 = make_generator(1);
   CHECK(augmenter->apply(x, full_lengths(2), g5).x.sizes() == x.sizes());
+}
+
+TEST_CASE("SpectralSmoothing: moving average and liftering against loops, lengths, draws, hparams",
+          "[augment]") {
+  const int64_t batch = 3, frames = 9, bins = 12;
+  const auto x = torch::randn({batch, frames, bins}, make_generator(21)).to(torch::kDouble);
+  const auto lengths = torch::tensor({1.0, 6.0 / 9.0, 1.0}, torch::kDouble);  // 9, 6, 9 frames
+  SpectralSmoothingConfig c;
+  c.time_width_high = 5;
+  c.keep_low = 1;
+  c.keep_high = bins;
+  const SpectralSmoothing smoothing(c);
+  // The reference, in plain loops over doubles: window t-(w-1)/2 .. t+w/2 held inside the valid
+  // frames, then each valid frame's DCT-II (orthonormal, written out) cut after `keep`.
+  const auto reference = [&](int64_t b, int64_t w, int64_t keep) {
+    const int64_t valid = b == 1 ? 6 : 9;
+    auto out = x[b].clone();
+    for (int64_t t = 0; t < valid; ++t) {
+      std::vector<double> y(bins, 0.0);
+      for (int64_t k = -(w - 1) / 2; k <= w / 2; ++k) {
+        const int64_t src = std::clamp<int64_t>(t + k, 0, valid - 1);
+        for (int64_t f = 0; f < bins; ++f) y[f] += x[b][src][f].item<double>() / double(w);
+      }
+      if (keep > 0) {
+        std::vector<double> cep(bins, 0.0), back(bins, 0.0);
+        for (int64_t q = 0; q < bins; ++q) {
+          for (int64_t n = 0; n < bins; ++n) {
+            cep[q] += std::sqrt((q == 0 ? 1.0 : 2.0) / bins) *
+                      std::cos(M_PI * (n + 0.5) * q / bins) * y[n];
+          }
+        }
+        for (int64_t n = 0; n < bins; ++n) {
+          for (int64_t q = 0; q < std::min(keep, bins); ++q) {
+            back[n] += std::sqrt((q == 0 ? 1.0 : 2.0) / bins) *
+                       std::cos(M_PI * (n + 0.5) * q / bins) * cep[q];
+          }
+        }
+        y = back;
+      }
+      for (int64_t f = 0; f < bins; ++f) out[t][f] = y[f];
+    }
+    return out;
+  };
+  const std::vector<std::array<int64_t, 2>> settings = {{1, 0}, {3, 0}, {4, 0}, {5, 4}, {2, 1}, {1, bins}};
+  for (const auto& [w, keep] : settings) {
+    INFO("width " << w << ", keep " << keep);
+    const auto widths = torch::full({batch}, w, torch::kLong);
+    const auto keeps = torch::full({batch}, keep, torch::kLong);
+    const auto got = smoothing.smooth(x.to(torch::kFloat), lengths, widths, keeps);
+    for (int64_t b = 0; b < batch; ++b) {
+      INFO("row " << b);
+      CHECK(torch::allclose(got[b].to(torch::kDouble), reference(b, w, keep), 1e-5, 1e-5));
+    }
+  }
+  // Width 1 and nothing liftered (or every coefficient kept) is the identity; one coefficient
+  // leaves each frame's mean over the bins; rows take their own widths.
+  const auto xf = x.to(torch::kFloat);
+  CHECK(torch::equal(smoothing.smooth(xf, lengths, torch::ones({batch}, torch::kLong),
+                                      torch::zeros({batch}, torch::kLong)),
+                     xf));
+  const auto flat = smoothing.smooth(xf, torch::ones({batch}), torch::ones({batch}, torch::kLong),
+                                     torch::ones({batch}, torch::kLong));
+  CHECK(torch::allclose(flat, xf.mean(2, true).expand_as(xf), 1e-5, 1e-5));
+  const auto mixed = smoothing.smooth(xf, lengths, torch::tensor({1, 3, 5}, torch::kLong),
+                                      torch::zeros({batch}, torch::kLong));
+  CHECK(torch::allclose(mixed[0].to(torch::kDouble), reference(0, 1, 0), 1e-5, 1e-5));
+  CHECK(torch::allclose(mixed[1].to(torch::kDouble), reference(1, 3, 0), 1e-5, 1e-5));
+  CHECK(torch::allclose(mixed[2].to(torch::kDouble), reference(2, 5, 0), 1e-5, 1e-5));
+  // Frames past a row's length pass unchanged.
+  CHECK(torch::equal(mixed[1].narrow(0, 6, 3), xf[1].narrow(0, 6, 3)));
+
+  // Draws: the same seed, the same output; widths within [1, 5] and keeps within [1, 12].
+  auto g1 = make_generator(8), g2 = make_generator(8);
+  const auto y1 = smoothing.apply(xf, lengths, g1);
+  CHECK(torch::equal(y1.x, smoothing.apply(xf, lengths, g2).x));
+  CHECK(torch::equal(y1.lengths, lengths));
+  CHECK_FALSE(torch::equal(y1.x, xf));
+
+  SpectralSmoothingConfig bad;
+  bad.time_width_low = 0;
+  CHECK_THROWS_WITH(SpectralSmoothing{bad}, Catch::Contains("1 <= time_width_low"));
+  bad = SpectralSmoothingConfig{};
+  bad.keep_high = 20;
+  CHECK_THROWS_WITH(SpectralSmoothing{bad}, Catch::Contains("keep_low >= 1"));
+  auto g3 = make_generator(0);
+  CHECK_THROWS_WITH(smoothing.apply(torch::ones({2, 3}), full_lengths(2), g3),
+                    Catch::Contains("got 2 dimensions"));
+
+  masr::toolkit::register_all();
+  auto hp = masr::hparams::load_text(R"(
+smoothing: !new:mamba_asr.SpectralSmoothing
+    time_width_low: 1
+    time_width_high: 4
+    keep_low: 20
+    keep_high: 40
+fea_augment: !new:speechbrain.augment.augmenter.Augmenter
+    augmentations: [!ref <smoothing>]
+)");
+  auto augmenter = std::dynamic_pointer_cast<Augmenter>(hp["fea_augment"].instance()->object);
+  REQUIRE(augmenter);
+  CHECK_THAT(augmenter->summary(), Catch::Contains("SpectralSmoothing"));
+  auto built = std::dynamic_pointer_cast<SpectralSmoothing>(hp["smoothing"].instance()->object);
+  REQUIRE(built);
+  CHECK(built->summary() == "time width 1-4 frames, 20-40 cepstral coefficients");
+  auto g4 = make_generator(1);
+  CHECK(augmenter->apply(torch::randn({2, 7, 80}), full_lengths(2), g4).x.sizes() ==
+        std::vector<int64_t>({2, 7, 80}));
 }
 
 TEST_CASE("Reverb: the response's decay and direct-to-reverberant ratio, lengths, hparams",

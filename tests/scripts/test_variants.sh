@@ -92,9 +92,9 @@ fi
 mkdir -p "$tmp/held"
 cp "$tmp/c/data/valid_small.csv" "$tmp/held/clean.csv" && cp "$tmp/c/data/test.csv" "$tmp/held/cond.csv"
 warm="$small --token_type char --output_neurons 26 --init-model @PREV_ASR@"
-printf 'warm\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s\n' "$warm" > "$tmp/warm.tsv"
+printf 'warm\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s --augment_prob 0.0\n' "$warm" > "$tmp/warm.tsv"
 printf 'warm-vtlp\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t%s %s\n' "$warm" \
-  "--augment_prob 1.0 --time_drop_count_low 0 --time_drop_count_high 0 --freq_drop_count_low 0 --freq_drop_count_high 0" >> "$tmp/warm.tsv"
+  "--augment_prob 1.0 --time_drop_count_low 0 --time_drop_count_high 0 --freq_drop_count_low 0 --freq_drop_count_high 0 --vtlp_warp_low 0.9 --vtlp_warp_high 1.1" >> "$tmp/warm.tsv"
 if PREV_ASR="$tmp/out/s2s-char/model.masr" HELDOUT="$tmp/held" KEEP=best MINUTES=0.3 DEVICE=cpu WORKERS=0 \
     VALID_UTTS=3 MASR_BIN="$bin" bash "$v" "$tmp/warm.tsv" "$tmp/c/data" "$tmp/wout" > "$tmp/warm.log" 2>&1; then
   ok "variants.sh ran the warm variants"
@@ -110,8 +110,8 @@ for name in warm warm-vtlp; do
     ok "$name decoded on both held-out sets" || bad "$name: no held-out figures"
 done
 # The run's summary line names the feature augmentation: on every batch for warm-vtlp, never for
-# warm (the file's augment_prob 0).
-grep -q "fea_augment: 3-3 of \[SpectrogramDrop, SpectrogramDrop, VTLP\], sequential;" "$tmp/wout/warm-vtlp/train.log" &&
+# warm (augment_prob 0).
+grep -q "fea_augment: 4-4 of \[SpectralSmoothing, SpectrogramDrop, SpectrogramDrop, VTLP\], sequential;" "$tmp/wout/warm-vtlp/train.log" &&
   ok "warm-vtlp's log names its augmentation" || bad "warm-vtlp: $(grep -m1 'training utterances' "$tmp/wout/warm-vtlp/train.log")"
 grep -q "fea_augment: .*, sequential, prob 0;" "$tmp/wout/warm/train.log" &&
   ok "warm's log says its augmentation is off" || bad "warm: $(grep -m1 'training utterances' "$tmp/wout/warm/train.log")"
@@ -129,6 +129,19 @@ refused() {  # name expected-message command...
     bad "$name: rc $rc, $(cat "$tmp/err.log")"
 }
 refused "@PREV_ASR@ without PREV_ASR" "PREV_ASR ('') is no file" env -u PREV_ASR MASR_BIN="$bin" bash "$v" "$tmp/warm.tsv" "$tmp/c/data" "$tmp/o9"
+
+# bundle.sh's training from scratch runs without SpecAugment (the hparams' augment_prob 1.0 is
+# for continuing a model that already listens).
+if OUT="$tmp/c" ASR_DIR="$tmp/cold" MINUTES=0.2 DEVICE=cpu WORKERS=0 MASR_BIN="$bin" \
+    ASR_ARGS="$small --token_type char --output_neurons 26" LM_ARGS="--d_model 32 --batch_size 4" \
+    bash "$src/recipes/synth/bundle.sh" train > "$tmp/cold.log" 2>&1; then
+  grep -q "train: from scratch, so without SpecAugment (--augment_prob 0.0" "$tmp/cold.log" &&
+    grep -q "fea_augment: .*, sequential, prob 0;" "$tmp/cold/train.log" &&
+    ok "bundle.sh from scratch: SpecAugment off" ||
+    bad "bundle.sh from scratch: $(grep -m1 'training utterances' "$tmp/cold/train.log")"
+else
+  bad "bundle.sh train from scratch failed: $(tail -5 "$tmp/cold.log")"
+fi
 
 # Refusals: exit 2 with a message.
 printf 'x\tasr-or-what\thparams/S2S/conmamba_synth_bundle.yaml\t-\t\n' > "$tmp/bad_kind.tsv"

@@ -11,6 +11,7 @@
 #include "features/augment/noise.h"
 #include "features/augment/reverb.h"
 #include "features/augment/spectrogram_drop.h"
+#include "features/augment/spectral_smoothing.h"
 #include "features/augment/vtlp.h"
 #include "features/augment/warping.h"
 #include "features/augment/waveform_drop.h"
@@ -180,6 +181,15 @@ std::shared_ptr<hparams::Object> build_vtlp(const Args& args) {
   return with_origin(args, [&] { return std::make_shared<Vtlp>(c); });
 }
 
+std::shared_ptr<hparams::Object> build_spectral_smoothing(const Args& args) {
+  SpectralSmoothingConfig c;
+  c.time_width_low = args.get_int("time_width_low", c.time_width_low);
+  c.time_width_high = args.get_int("time_width_high", c.time_width_high);
+  c.keep_low = args.get_int("keep_low", c.keep_low);
+  c.keep_high = args.get_int("keep_high", c.keep_high);
+  return with_origin(args, [&] { return std::make_shared<SpectralSmoothing>(c); });
+}
+
 std::shared_ptr<hparams::Object> build_reverb(const Args& args) {
   ReverbConfig c;
   c.rt60_low = args.get_double("rt60_low", c.rt60_low);
@@ -195,6 +205,7 @@ std::shared_ptr<hparams::Object> build_reverb(const Args& args) {
 void register_augment_classes(Registry& registry) {
   registry.implement("mamba_asr.Reverb", build_reverb);
   registry.implement("mamba_asr.VTLP", build_vtlp);
+  registry.implement("mamba_asr.SpectralSmoothing", build_spectral_smoothing);
   registry.implement("speechbrain.augment.time_domain.RandAmp", build_rand_amp);
   registry.implement("speechbrain.augment.time_domain.DoClip", build_do_clip);
   registry.implement("speechbrain.augment.time_domain.DropBitResolution",
