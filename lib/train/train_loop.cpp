@@ -204,6 +204,48 @@ void TrainLoop::broadcast_parameters() {
   parallel_->sum_tensors(parameters);
 }
 
+// Data parallelism keeps one model: every rank applies the same averaged gradients to the same
+// parameters, so theirs stay equal bit for bit (an all-reduce's result is the same on every
+// rank). Once an epoch each rank's checksum (the sum and the sum of squares of its parameters,
+// in double, in one order) is gathered: a rank whose parameters drifted (a collective that did
+// not run, a rank that stepped alone) stops the run before its checkpoint is written.
+void TrainLoop::check_ranks_agree(int64_t epoch) {
+  torch::NoGradGuard no_grad;
+  // Fault injection for the tests (as MASR_FAULT_DISK_FULL_AFTER_BYTES): MASR_FAULT_RANK_DRIFT=R
+  // nudges rank R's first parameter before the check.
+  if (const char* fault = std::getenv("MASR_FAULT_RANK_DRIFT");
+      fault != nullptr && *fault != '\0' && std::atoi(fault) == parallel_->rank() &&
+      !task_->parameters().empty()) {
+    task_->parameters().front().add_(1e-3);
+  }
+  std::vector<at::Tensor> sums;
+  for (const at::Tensor& p : task_->parameters()) {
+    const at::Tensor d = p.detach().to(at::kDouble);
+    sums.push_back(at::stack({d.sum(), d.square().sum()}));
+  }
+  if (sums.empty()) return;
+  const at::Tensor all = parallel_->all_gather(at::stack(sums).sum(0)).cpu().contiguous();
+  const double* c = all.data_ptr<double>();
+  std::string differ;
+  for (int r = 1; r < parallel_->world_size(); ++r) {
+    if (c[2 * r] != c[0] || c[2 * r + 1] != c[1]) {
+      differ += string_printf("%s rank %d (%.17g, %.17g)", differ.empty() ? "" : ",", r, c[2 * r],
+                              c[2 * r + 1]);
+    }
+  }
+  if (!differ.empty()) {
+    throw Error(ErrorKind::kInternal,
+                string_printf("data parallel: after epoch %lld the ranks' parameters differ: rank 0 "
+                              "(sum, sum of squares) = (%.17g, %.17g), but%s; the epoch's "
+                              "checkpoint is not written (MASR_CHECK_RANKS=0 skips this check)",
+                              static_cast<long long>(epoch), c[0], c[1], differ.c_str()));
+  }
+  if (main()) {
+    MASR_LOG_INFO("train: epoch %lld: the parameters are the same on all %d ranks",
+                  static_cast<long long>(epoch), parallel_->world_size());
+  }
+}
+
 runtime::DeviceChoice TrainLoop::cuda_choice() const {
   return {runtime::DeviceChoice::Type::kCuda, device_.index()};
 }
@@ -231,6 +273,7 @@ void TrainLoop::end_epoch() {
   pos_ = {epoch + 1, 0, pos_.step};
   losses_.reset_epoch();
   shown_loss_ = record.train_loss;
+  if (parallel_->world_size() > 1 && !env_is("MASR_CHECK_RANKS", "0")) check_ranks_agree(epoch);
   save_checkpoint(true, metrics);
   if (!main()) return;
   logger_->log_epoch(record);

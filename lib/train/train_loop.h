@@ -113,6 +113,7 @@ class TrainLoop {
     bool due_time = false;  // ckpt_interval_minutes has passed (on any rank)
   };
   void broadcast_parameters();                // every rank starts from rank 0's parameters
+  void check_ranks_agree(int64_t epoch);      // the ranks' parameters still equal (epoch end)
   bool train_epoch(int64_t epoch);            // false: stopped
   runtime::DeviceChoice cuda_choice() const;  // device_ for runtime/peak_memory.h
   void share_graph_shapes();

@@ -119,11 +119,39 @@ TEST_CASE("train --nproc 2 ends with the parameters of one process accumulating 
   testing::TempDir dir("train_ddp");
   const double worst = two_ranks_against_accumulation(dir, "");
   CHECK(worst < 1e-5);
+  // Every epoch's end checked that the two ranks hold the same parameters.
+  const std::string two = read_file(dir.file("two.log"));
+  CHECK(two.find("train: epoch 1: the parameters are the same on all 2 ranks") != std::string::npos);
+  CHECK(two.find("train: epoch 2: the parameters are the same on all 2 ranks") != std::string::npos);
   // Measured: 0 (x/2 + y/2 and (x + y)/2 round alike); with the CNN's default dropout 0.1 it is
   // about 1.6, so the comparison does bite.
   WARN("largest relative difference: " << worst);
   const std::string log = read_file(dir.file("out1/train_log.txt"));
   CHECK(log.find("epoch: 2") != std::string::npos);
+}
+
+TEST_CASE("train --nproc 2: ranks whose parameters drifted apart stop the run at the epoch's end",
+          "[train][parallel]") {
+  testing::TempDir dir("train_ddp_drift");
+  testing::write_synth_corpus(dir.file("corpus"));
+  const int rc = testing::run_command("MASR_FAULT_RANK_DRIFT=1 " + testing::mamba_asr_exe() +
+                                      " train --nproc 2 " + tiny_args(dir.str(), 1) + " > " +
+                                      dir.file("log.txt") + " 2>&1");
+  const std::string log = read_file(dir.file("log.txt"));
+  INFO(log);
+  CHECK(rc != 0);
+  CHECK(log.find("data parallel: after epoch 1 the ranks' parameters differ: rank 0") !=
+        std::string::npos);
+  CHECK(log.find("but rank 1 (") != std::string::npos);
+  CHECK(log.find("MASR_CHECK_RANKS=0 skips this check") != std::string::npos);
+  // The drifted epoch left no checkpoint.
+  int checkpoints = 0;
+  if (fs::exists(dir.file("out1/save"))) {
+    for (const auto& entry : fs::directory_iterator(dir.file("out1/save"))) {
+      checkpoints += entry.path().filename().string().rfind("CKPT+", 0) == 0 ? 1 : 0;
+    }
+  }
+  CHECK(checkpoints == 0);
 }
 
 TEST_CASE("train --nproc 2: a rank that dies stops the others and names the rank",
