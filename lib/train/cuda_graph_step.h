@@ -29,10 +29,12 @@
 // ends) as soon as the backward has filled it, so the reduction overlaps the rest of the
 // backward on replay as it does op by op; every graph issues the same collectives (one per
 // bucket, then the used-parameter flags) in the same order, as every step op by op does, so
-// ranks replaying graphs of different shapes, or one rank stepping op by op, stay matched. There are no flat buffers then: gradients are made by the
-// backward, in the graph's pool, where the next step's forward reuses their memory, so a step's
-// peak memory is what it is op by op (the flat buffers held 439 MiB for ConMamba-L for the whole
-// run: bench/results/2026-11-28-h200-cuda-graphs.md). MASR_GRAPH_OPTIMIZER=0: the optimizer
+// ranks replaying graphs of different shapes, or one rank stepping op by op, stay matched
+// (MASR_GRAPH_ALLREDUCE=1; OptimizerStepper::graph_update). One process has no flat buffers then:
+// gradients are made by the backward, in the graph's pool, where the next step's forward reuses
+// their memory, so a step's peak memory is what it is op by op (the flat buffers held 439 MiB for
+// ConMamba-L for the whole run: bench/results/2026-11-28-h200-cuda-graphs.md); several ranks keep
+// the buckets' flat buffers besides. MASR_GRAPH_OPTIMIZER=0: the optimizer
 // outside the graph (an A/B switch).
 //
 // What the graph captures must depend on the shapes alone: the inputs (AsrTask::ModelInputs)
