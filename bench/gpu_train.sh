@@ -47,7 +47,8 @@
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
 #             bench/ddp_profile.py summarizes; everything lands in $OUT/scale.tar.gz.
 #             SCALE_EPOCHS epochs per run (default 1; more: EPOCH_BATCHES, the batches of an
-#             epoch on one GPU, puts the profile in the last epoch)
+#             epoch on one GPU, puts the profile in the last epoch); RUN_TIMEOUT=S stops each
+#             run after S seconds (not the NxM ones)
 #   graphepochs  GRAPH_EPOCHS (3) epochs of one-GPU training on $DATA (GRAPH_COPIES listings, 10)
 #             with CUDA graphs (from the second epoch, train's default) and with MASR_CUDA_GRAPHS=0
 #   realtrace one GPU of real training on $DATA (TRACE_COPIES listings, default 5) with a Kineto
@@ -392,10 +393,14 @@ scale_run() {  # name binary nproc|2x2
   fi
   if [[ $bin == "$BIN_BASE" ]]; then args+=(--profile 30); else args+=(--profile 30 --profile-from "$from"); fi
   local t0=$SECONDS rc=0
+  # RUN_TIMEOUT=S: each run (not the torchrun-style ones) stopped after S seconds (rc 124), so that
+  # a hung or slow run leaves the rest of the call to the next ones; its profile may be there.
+  local limit=()
+  [[ -n ${RUN_TIMEOUT:-} ]] && limit=(timeout -k 10 "$RUN_TIMEOUT")
   case $layout in
-    1) CUDA_VISIBLE_DEVICES=0 env ${RUN_ENV:-} "$bin" "${args[@]}" > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
-    2) CUDA_VISIBLE_DEVICES=0,1 env ${RUN_ENV:-} "$bin" "${args[@]}" --nproc 2 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
-    4) CUDA_VISIBLE_DEVICES=0,1,2,3 env ${RUN_ENV:-} "$bin" "${args[@]}" --nproc 4 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    1) CUDA_VISIBLE_DEVICES=0 "${limit[@]}" env ${RUN_ENV:-} "$bin" "${args[@]}" > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    2) CUDA_VISIBLE_DEVICES=0,1 "${limit[@]}" env ${RUN_ENV:-} "$bin" "${args[@]}" --nproc 2 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
+    4) CUDA_VISIBLE_DEVICES=0,1,2,3 "${limit[@]}" env ${RUN_ENV:-} "$bin" "${args[@]}" --nproc 4 > "/tmp/scale/$name.log" 2>&1 || rc=$? ;;
     *x*)  # torchrun-style: NODES x PER ranks, each node on its share of the CPUs and GPUs
       local nodes=${layout%x*} per=${layout#*x} pids=() shares
       # Each node gets 1/NODES of the physical cores (with their hyperthreads), as a real node
