@@ -79,6 +79,16 @@ struct GradientBuckets::State {
       ++next;
     }
   }
+  // A fresh step: no slot filled, no bucket launched, not armed.
+  void reset_step() {
+    for (auto& slot : slots) slot.filled = false;
+    for (auto& bucket : buckets) {
+      bucket.pending = bucket.slots.size();
+      bucket.wait = nullptr;
+    }
+    next = 0;
+    armed = false;
+  }
   void on_gradient(size_t index, const at::Tensor& incoming) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!armed || slots[index].filled) return;
@@ -153,15 +163,10 @@ void GradientBuckets::release() {
 void GradientBuckets::arm() {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
-  // A fresh step: no slot filled, no bucket launched. finish() leaves it so; a CUDA graph
-  // capture that failed half-way may not have (its hooks filled slots and captured all-reduces
-  // that never ran, and the step is then run op by op).
-  for (auto& slot : st.slots) slot.filled = false;
-  for (auto& bucket : st.buckets) {
-    bucket.pending = bucket.slots.size();
-    bucket.wait = nullptr;
-  }
-  st.next = 0;
+  // finish() leaves a fresh step behind; a CUDA graph capture that failed half-way may not
+  // have (its hooks filled slots and captured all-reduces that never ran, and the step is then
+  // run op by op).
+  st.reset_step();
   st.armed = true;
 }
 
@@ -219,14 +224,8 @@ void GradientBuckets::finish() {
         s.param.mutable_grad() = st.view(s).clone();
       }
     }
-    s.filled = false;
   }
-  for (auto& bucket : st.buckets) {
-    bucket.pending = bucket.slots.size();
-    bucket.wait = nullptr;
-  }
-  st.next = 0;
-  st.armed = false;
+  st.reset_step();
 }
 
 size_t GradientBuckets::bucket_count() const { return state_->buckets.size(); }

@@ -44,6 +44,16 @@ at::Tensor batch(int i) {
   return torch::linspace(-1.0, 1.0, 12).reshape({3, 4}) * (0.5 + i) + 0.1 * i;
 }
 
+// Each parameter of `net` has a gradient where `reference`'s has one, and the same.
+void check_same_gradients(const Net& net, const Net& reference) {
+  const auto got = net.parameters(), want = reference.parameters();
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("parameter " << i);
+    REQUIRE(got[i].grad().defined() == want[i].grad().defined());
+    if (want[i].grad().defined()) CHECK(torch::allclose(got[i].grad(), want[i].grad(), 1e-6, 1e-7));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("data parallel: buckets launch during backward, in order, and average into p.grad",
@@ -71,12 +81,7 @@ TEST_CASE("data parallel: buckets launch during backward, in order, and average 
   CHECK(launched.size() == buckets.bucket_count() + 1);  // + the "used" counts
   (reference.loss(batch(0)) / 2).backward();
   (reference.loss(batch(1)) / 2).backward();
-  const auto got = net.parameters(), want = reference.parameters();
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("parameter " << i);
-    REQUIRE(got[i].grad().defined() == want[i].grad().defined());
-    if (want[i].grad().defined()) CHECK(torch::allclose(got[i].grad(), want[i].grad(), 1e-6, 1e-7));
-  }
+  check_same_gradients(net, reference);
   CHECK_FALSE(net.b->bias.grad().defined());  // unused everywhere: stays undefined, as in 1 process
 
   // An unarmed step (an epoch's partial accumulation) reduces everything in finish().
@@ -113,12 +118,7 @@ TEST_CASE("data parallel: arm() starts a clean step after one that never finishe
   buckets.finish();
   CHECK(launches == buckets.bucket_count() + 1);
   reference.loss(batch(4)).backward();
-  const auto got = net.parameters(), want = reference.parameters();
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("parameter " << i);
-    REQUIRE(got[i].grad().defined() == want[i].grad().defined());
-    if (want[i].grad().defined()) CHECK(torch::allclose(got[i].grad(), want[i].grad(), 1e-6, 1e-7));
-  }
+  check_same_gradients(net, reference);
 }
 
 TEST_CASE("data parallel: p.grad is the bucket's slice, and later steps stay exact whether "
