@@ -190,9 +190,9 @@ void GradientBuckets::finish() {
   // capture can hold. Otherwise through pinned memory (a plain host-to-device copy would stop
   // the host until the backward has finished on the GPU); a capture refuses that upload and the
   // read back below, and the step runs op by op.
-  const at::Tensor used =
-      all_used_here ? at::ones({static_cast<int64_t>(st.slots.size())}, flags)
-                    : runtime::to_device_async(at::tensor(local_used), flags.device());
+  const at::Tensor used = all_used_here
+                              ? at::ones({static_cast<int64_t>(st.slots.size())}, flags)
+                              : runtime::to_device_async(at::tensor(local_used), flags.device());
   st.launch_ready();
   if (st.next != st.buckets.size()) {
     throw Error(ErrorKind::kInternal, "data parallel: a gradient bucket was left unlaunched");

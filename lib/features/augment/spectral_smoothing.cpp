@@ -1,14 +1,13 @@
 // lib/features/augment/spectral_smoothing.cpp
-// The moving average as a few gathers (one per window offset, each masked to the rows whose
-// window has it), the liftering as two matrix products with a per-row mask; the indices, masks
-// and the DCT matrix are made on the host (B x T and F x F numbers) and uploaded without waiting.
+// The moving average as a few gathers (one per window offset, each weighted for the rows whose
+// window has it), the liftering as two matrix products with a per-row mask; the indices, weights,
+// masks and the DCT matrix are made on the host (K x B x T and F x F numbers) and uploaded
+// without waiting.
 #include "features/augment/spectral_smoothing.h"
 
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "core/error.h"
 #include "core/string_printf.h"
@@ -39,12 +38,13 @@ SpectralSmoothing::SpectralSmoothing(SpectralSmoothingConfig config) : config_(c
 }
 
 std::string SpectralSmoothing::summary() const {
-  std::string s = string_printf("time width %lld-%lld frames",
-                                static_cast<long long>(config_.time_width_low),
-                                static_cast<long long>(config_.time_width_high));
+  std::string s =
+      string_printf("time width %lld-%lld frames", static_cast<long long>(config_.time_width_low),
+                    static_cast<long long>(config_.time_width_high));
   if (config_.keep_high > 0) {
-    s += string_printf(", %lld-%lld cepstral coefficients", static_cast<long long>(config_.keep_low),
-                       static_cast<long long>(config_.keep_high));
+    s +=
+        string_printf(", %lld-%lld cepstral coefficients", static_cast<long long>(config_.keep_low),
+                      static_cast<long long>(config_.keep_high));
   }
   return s;
 }
@@ -57,80 +57,54 @@ at::Tensor SpectralSmoothing::smooth(const at::Tensor& x, const at::Tensor& leng
   }
   const int64_t batch = x.size(0), frames = x.size(1), bins = x.size(2);
   if (batch == 0 || frames == 0 || bins == 0) return x;
-  const at::Tensor rel = lengths.to(torch::kCPU, torch::kDouble).contiguous();
-  const at::Tensor w = widths.to(torch::kCPU, torch::kLong).contiguous();
-  const at::Tensor c = keeps.to(torch::kCPU, torch::kLong).contiguous();
-  std::vector<int64_t> valid(static_cast<size_t>(batch));
-  int64_t before = 0, after = 0;  // the widest window's reach
-  for (int64_t b = 0; b < batch; ++b) {
-    valid[b] = std::clamp<int64_t>(std::llround(rel.data_ptr<double>()[b] * frames), 1, frames);
-    const int64_t wb = w.data_ptr<int64_t>()[b];
-    before = std::max(before, (wb - 1) / 2);
-    after = std::max(after, wb / 2);
-  }
+  // On the host: each row's valid frames (round(length * T), at least 1), width and kept count.
+  const at::TensorOptions host_long = torch::TensorOptions().dtype(torch::kLong);
+  const at::Tensor valid = at::floor(lengths.to(torch::kCPU, torch::kDouble) * frames + 0.5)
+                               .clamp(1, frames)
+                               .to(torch::kLong)
+                               .view({batch, 1});
+  const at::Tensor w = widths.to(torch::kCPU, torch::kLong).view({batch, 1});
+  const at::Tensor c = keeps.to(torch::kCPU, torch::kLong).view({batch, 1});
+  const at::Tensor t = at::arange(frames, host_long).view({1, frames});
+  const at::Tensor inside = t < valid;  // (B, T): frames past a row's end pass unchanged
   at::Tensor out = x;
+  // Row b's window reaches back (w-1)/2 frames and ahead w/2 (integer division).
+  const at::Tensor back = (w - 1).div(2, "floor"), ahead = w.div(2, "floor");
+  const int64_t before = back.max().item<int64_t>(), after = ahead.max().item<int64_t>();
   if (before + after > 0) {
-    // Offsets -before..after: row b takes offset k when its window has it, from the frame
-    // t + k held inside its valid frames; frames past the row's end keep their values.
-    const at::TensorOptions host_long = torch::TensorOptions().dtype(torch::kLong);
+    // Offset k of the widest window: row b takes it when its own window has it, from frame
+    // t + k held inside its valid frames. Indices and weights (K, B, T) go up once.
+    const at::Tensor k = at::arange(-before, after + 1, host_long).view({-1, 1, 1});
+    const at::Tensor index = at::where(inside, at::minimum(at::clamp_min(t + k, 0), valid - 1), t);
+    const at::Tensor in_window = (k >= -back) & (k <= ahead);  // (K, B, 1)
+    const at::Tensor weight = at::where(inside, in_window.to(torch::kFloat) / w.to(torch::kFloat),
+                                        (k == 0).to(torch::kFloat));
+    const at::Tensor idx = runtime::to_device_async(index.contiguous(), x.device());
+    const at::Tensor wt =
+        runtime::to_device_async(weight.contiguous(), x.device()).to(x.scalar_type());
     at::Tensor sum = torch::zeros_like(x);
-    for (int64_t k = -before; k <= after; ++k) {
-      std::vector<int64_t> index(static_cast<size_t>(batch * frames));
-      std::vector<float> take(static_cast<size_t>(batch * frames));
-      for (int64_t b = 0; b < batch; ++b) {
-        const int64_t wb = w.data_ptr<int64_t>()[b];
-        const bool in_window = k >= -(wb - 1) / 2 && k <= wb / 2;
-        for (int64_t t = 0; t < frames; ++t) {
-          const size_t i = static_cast<size_t>(b * frames + t);
-          const bool inside = t < valid[b];
-          index[i] = inside ? std::clamp<int64_t>(t + k, 0, valid[b] - 1) : t;
-          take[i] = inside ? (in_window ? 1.0f / static_cast<float>(wb) : 0.0f)
-                           : (k == 0 ? 1.0f : 0.0f);
-        }
-      }
-      const at::Tensor idx = runtime::to_device_async(
-          torch::from_blob(index.data(), {batch, frames, 1}, host_long).clone(), x.device());
-      const at::Tensor weight =
-          runtime::to_device_async(
-              torch::from_blob(take.data(), {batch, frames, 1}, torch::kFloat).clone(),
-              x.device())
-              .to(x.scalar_type());
-      sum = sum + x.gather(1, idx.expand({batch, frames, bins})) * weight;
+    for (int64_t i = 0; i < k.size(0); ++i) {
+      sum =
+          sum + x.gather(1, idx[i].unsqueeze(2).expand({batch, frames, bins})) * wt[i].unsqueeze(2);
     }
     out = sum;
   }
-  bool lifter = false;
-  for (int64_t b = 0; b < batch; ++b) lifter = lifter || c.data_ptr<int64_t>()[b] > 0;
-  if (!lifter) return out;
-  // The orthonormal DCT-II over the bins: D[k][n] = s_k cos(pi (n + 1/2) k / F).
-  std::vector<double> dct(static_cast<size_t>(bins * bins));
-  for (int64_t k = 0; k < bins; ++k) {
-    const double s = std::sqrt((k == 0 ? 1.0 : 2.0) / static_cast<double>(bins));
-    for (int64_t n = 0; n < bins; ++n) {
-      dct[static_cast<size_t>(k * bins + n)] =
-          s * std::cos(M_PI * (static_cast<double>(n) + 0.5) * static_cast<double>(k) /
-                       static_cast<double>(bins));
-    }
-  }
-  std::vector<float> mask(static_cast<size_t>(batch * bins));
-  std::vector<float> rows(static_cast<size_t>(batch * frames));
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t cb = c.data_ptr<int64_t>()[b];
-    for (int64_t k = 0; k < bins; ++k) {
-      mask[static_cast<size_t>(b * bins + k)] = (cb == 0 || k < cb) ? 1.0f : 0.0f;
-    }
-    for (int64_t t = 0; t < frames; ++t) {
-      rows[static_cast<size_t>(b * frames + t)] = (cb > 0 && t < valid[b]) ? 1.0f : 0.0f;
-    }
-  }
-  const at::Tensor d = runtime::to_device_async(
-      torch::from_blob(dct.data(), {bins, bins}, torch::kDouble).to(torch::kFloat), x.device());
-  const at::Tensor m = runtime::to_device_async(
-      torch::from_blob(mask.data(), {batch, 1, bins}, torch::kFloat).clone(), x.device());
-  const at::Tensor r =
-      runtime::to_device_async(
-          torch::from_blob(rows.data(), {batch, frames, 1}, torch::kFloat).clone(), x.device())
-          .to(x.scalar_type());
+  if (!(c > 0).any().item<bool>()) return out;
+  // The orthonormal DCT-II over the bins: D[q][n] = s_q cos(pi (n + 1/2) q / F); each liftered
+  // row keeps its first c coefficients (frames past its end, and rows with c = 0, unchanged).
+  const at::Tensor q = at::arange(bins, torch::kDouble).view({bins, 1});
+  const at::Tensor n = at::arange(bins, torch::kDouble).view({1, bins});
+  const at::Tensor scale =
+      at::where(q == 0, at::full_like(q, 1.0 / bins), at::full_like(q, 2.0 / bins));
+  const at::Tensor dct =
+      (at::cos(M_PI * (n + 0.5) * q / static_cast<double>(bins)) * at::sqrt(scale))
+          .to(torch::kFloat);
+  const at::Tensor mask =
+      ((q.view({1, bins}) < c) | (c == 0)).to(torch::kFloat).view({batch, 1, bins});
+  const at::Tensor rows = (inside & (c > 0)).to(torch::kFloat).view({batch, frames, 1});
+  const at::Tensor d = runtime::to_device_async(dct, x.device());
+  const at::Tensor m = runtime::to_device_async(mask.contiguous(), x.device());
+  const at::Tensor r = runtime::to_device_async(rows.contiguous(), x.device()).to(x.scalar_type());
   const at::Tensor y = out.to(torch::kFloat);
   const at::Tensor liftered = torch::matmul(torch::matmul(y, d.t()) * m, d).to(x.scalar_type());
   return out + (liftered - out) * r;
@@ -143,7 +117,8 @@ AugmentBatch SpectralSmoothing::apply(const at::Tensor& x, const at::Tensor& len
                                            {batch}, generator, torch::kLong);
   at::Tensor keeps = torch::zeros({batch}, torch::kLong);
   if (config_.keep_high > 0) {
-    keeps = torch::randint(config_.keep_low, config_.keep_high + 1, {batch}, generator, torch::kLong);
+    keeps =
+        torch::randint(config_.keep_low, config_.keep_high + 1, {batch}, generator, torch::kLong);
   }
   return {smooth(x, lengths, widths, keeps), lengths, {}};
 }
