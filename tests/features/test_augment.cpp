@@ -774,6 +774,13 @@ TEST_CASE("SpectralSmoothing: moving average and liftering against loops, length
   CHECK(torch::allclose(mixed[2].to(torch::kDouble), reference(2, 5, 0), 1e-5, 1e-5));
   // Frames past a row's length pass unchanged.
   CHECK(torch::equal(mixed[1].narrow(0, 6, 3), xf[1].narrow(0, 6, 3)));
+  // A length of 4.5 frames counts 4 (torch.round: halves to even, as the input normalization
+  // counts them): frame 4 passes unchanged, frame 3 averages frames 2, 3 and 3 again.
+  const auto half = smoothing.smooth(xf, torch::tensor({0.5, 0.5, 0.5}, torch::kDouble),
+                                     torch::full({batch}, 3, torch::kLong),
+                                     torch::zeros({batch}, torch::kLong));
+  CHECK(torch::equal(half[0][4], xf[0][4]));
+  CHECK(torch::allclose(half[0][3], (xf[0][2] + 2 * xf[0][3]) / 3, 1e-5, 1e-6));
 
   // Draws: the same seed, the same output; widths within [1, 5] and keeps within [1, 12].
   auto g1 = make_generator(8), g2 = make_generator(8);

@@ -59,7 +59,7 @@ at::Tensor SpectralSmoothing::smooth(const at::Tensor& x, const at::Tensor& leng
   if (batch == 0 || frames == 0 || bins == 0) return x;
   // On the host: each row's valid frames (round(length * T), at least 1), width and kept count.
   const at::TensorOptions host_long = torch::TensorOptions().dtype(torch::kLong);
-  const at::Tensor valid = at::floor(lengths.to(torch::kCPU, torch::kDouble) * frames + 0.5)
+  const at::Tensor valid = at::round(lengths.to(torch::kCPU, torch::kDouble) * frames)
                                .clamp(1, frames)
                                .to(torch::kLong)
                                .view({batch, 1});

@@ -27,7 +27,8 @@ struct SpectralSmoothingConfig {
 };
 
 // Frame t of row b becomes the mean of frames t - (w-1)/2 .. t + w/2 (integer division) of that
-// row, indices held inside the row's valid frames (round(length * T), at least 1); then, with
+// row, indices held inside the row's valid frames (torch.round(length * T), halves to even, as
+// the input normalization counts them; at least 1); then, with
 // c > 0 kept coefficients, its spectrum y becomes D^T (m * (D y)), D the orthonormal DCT-II over
 // the mel bins and m keeping the first min(c, F). Frames beyond a row's length pass unchanged.
 class SpectralSmoothing : public Augmentation {
