@@ -5,7 +5,8 @@
 #
 #   bash bench/detached.sh start 'COMMANDS'   # runs COMMANDS (bash) detached, from this tree
 #   bash bench/detached.sh poll [SECONDS]     # waits up to SECONDS (default 540) for the end,
-#                                             # copies the log and /tmp/gpu-out's summary to $OUT
+#                                             # copies the log, /tmp/gpu-out's summary and files
+#                                             # (gpu-out-now.tar.gz) and /tmp/scale to $OUT
 #
 # COMMANDS run with .devdeps/env.sh sourced and OUT=/tmp/gpu-out (gpu_train.sh's results, kept
 # between calls; PACK=0). The log is /tmp/detached.log; its last line is "DETACHED DONE rc=N".
@@ -49,6 +50,9 @@ case "${1:-}" in
       cp /tmp/gpu-out/summary.txt "$OUT/" 2>/dev/null
       [[ -d /tmp/scale ]] && tar -czf "$OUT/scale-now.tar.gz" --exclude='save' --exclude='*.masr' \
         --exclude='*.ckpt' -C /tmp scale 2>/dev/null
+      # the stages' own files (shapesum-*.json, profiles), without the big ones
+      tar -czf "$OUT/gpu-out-now.tar.gz" --exclude='*.masr' --exclude='*.ckpt' --exclude='*.tar.gz' \
+        -C /tmp gpu-out 2>/dev/null
     fi
     tail -c 6000 "$log"
     grep -q '^DETACHED DONE' "$log" 2>/dev/null && echo "detached.sh: done" || echo "detached.sh: still running"

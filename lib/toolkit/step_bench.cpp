@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -168,14 +169,15 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
   }
   // CUDA graphs as training uses them once it captures: a shape's first step captured, the rest
   // replayed (the warm-up covers the captures with --warmup >= shapes).
-  s.graphs.reset();
-  if (train::GraphedSteps::supported(s.device) && s.stepper->graphable()) {
+  if (!spec.keep_graphs) s.graphs.reset();
+  if (!s.graphs && train::GraphedSteps::supported(s.device) && s.stepper->graphable()) {
     s.graphs = std::make_unique<train::GraphedSteps>(s.task->parameters(), /*capture=*/true,
                                                      s.stepper->graph_update(true));
     // As `train` with CUDA graphs: 8 MiB cuBLAS workspaces (runtime/compute_stream.h). LibTorch
     // reads the variable at its first matrix product, so it is the first run's steps that decide.
     runtime::small_cublas_workspaces_for_graphs();
   }
+  const train::GraphStats graphs_before = s.graphs ? s.graphs->stats() : train::GraphStats{};
   runtime::reset_peak_memory(spec.device);
   train::StepProfile profile(s.device);
   std::optional<train::ActiveProfile> active;
@@ -232,9 +234,10 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
     const train::GraphStats g = s.graphs->stats();
     r.note += s.graphs->steps_optimizer() ? ", CUDA graphs (the optimizer's update inside)"
                                           : ", CUDA graphs";
-    r.metrics.emplace_back("graphs.replayed", static_cast<double>(g.replayed));
-    r.metrics.emplace_back("graphs.captured", static_cast<double>(g.captured));
-    r.metrics.emplace_back("graphs.eager", static_cast<double>(g.eager));
+    // This run's steps (kept graphs carry the counts of earlier runs).
+    r.metrics.emplace_back("graphs.replayed", static_cast<double>(g.replayed - graphs_before.replayed));
+    r.metrics.emplace_back("graphs.captured", static_cast<double>(g.captured - graphs_before.captured));
+    r.metrics.emplace_back("graphs.eager", static_cast<double>(g.eager - graphs_before.eager));
   }
   if (settings.profile) {
     for (const train::PhaseSummary& p : profile.summary()) {
@@ -390,16 +393,25 @@ std::vector<runtime::BenchResult> run_train_step_shapes(TrainStepBench& bench,
     spec.seconds = static_cast<double>(spec.samples) / (100.0 * hop_samples);  // for the note
     spec.tokens = row.tokens;
     spec.shapes = 1;
+    spec.keep_graphs = true;  // every shape's graph in one pool, as the real epoch held them
+    const std::vector<std::string> keys_before = bench.graph_keys();
     runtime::BenchResult r = bench.run(spec, settings);
     r.name += "/t" + std::to_string(row.frames) + "/u" + std::to_string(row.tokens);
-    // With graphs, the synthetic batch must have made the very key of the real one.
+    // With graphs, the synthetic batch must have made the very key of the real one, and only it.
     const std::vector<std::string> keys = bench.graph_keys();
     if (!keys.empty()) {
-      const bool same = keys.size() == 1 && keys.front() == row.key;
+      std::vector<std::string> added;
+      for (const std::string& key : keys) {
+        if (std::find(keys_before.begin(), keys_before.end(), key) == keys_before.end()) {
+          added.push_back(key);
+        }
+      }
+      const bool same = added.size() == 1 && added.front() == row.key;
       r.metrics.emplace_back("same_shape", same ? 1.0 : 0.0);
       if (!same) {
-        std::cerr << "bench train-step: the synthetic batch's shape " << keys.front()
-                  << " is not the real one's " << row.key << "\n";
+        std::cerr << "bench train-step: the synthetic batch made "
+                  << (added.empty() ? std::string("no new shape") : added.front())
+                  << " where the real one's shape is " << row.key << "\n";
       }
     }
     r.metrics.emplace_back("batches", static_cast<double>(row.batches));

@@ -3,12 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 
 #include "hparams/hparams.h"
 #include "runtime/benchmark.h"
 #include "runtime/peak_memory.h"
 #include "toolkit/registration.h"
 #include "toolkit/step_bench.h"
+#include "train/cuda_graph_step.h"
 #include "runtime_fixtures.h"
 
 using namespace masr::runtime;
@@ -91,4 +93,54 @@ TEST_CASE("peak memory follows an allocation on the CPU", "[runtime][bench]") {
   CHECK(std::string(peak_memory_kind(DeviceChoice::cpu())) == "RSS");
   CHECK(is_out_of_memory("CUDA out of memory. Tried to allocate 2.00 GiB"));
   CHECK_FALSE(is_out_of_memory("shape mismatch"));
+}
+
+// Hidden tag: run on a GPU machine with  test_masr "[.cuda]".
+TEST_CASE("the train-step benchmark keeps one set of CUDA graphs across shapes when asked",
+          "[.cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  register_all();
+  masr::hparams::LoadOptions load;
+  load.placeholder_value = "unused";
+  const auto hp = masr::hparams::load_file(masr::test::kTinyHparams, load);
+  BenchSettings settings;
+  settings.warmup = 1;
+  settings.repeat = 2;
+  const DeviceChoice cuda{DeviceChoice::Type::kCuda, 0};
+  StepSpec spec;
+  spec.device = cuda;
+  spec.batch = 2;
+  spec.seconds = 0.5;
+  TrainStepBench train(hp, cuda);
+  const auto metric = [](const BenchResult& r, const std::string& name) {
+    for (const auto& [key, value] : r.metrics) {
+      if (key == name) return value;
+    }
+    FAIL("no metric " << name);
+    return -1.0;
+  };
+  // A new set per run: one shape's key after each.
+  if (!masr::train::GraphedSteps::supported(torch_device(cuda))) {
+    WARN("CUDA graphs are not supported by this build (LibTorch < 2): nothing to check");
+    return;
+  }
+  const BenchResult a = train.run(spec, settings);
+  REQUIRE(train.graph_keys().size() == 1);
+  CHECK(metric(a, "graphs.captured") == 1);
+  CHECK(metric(a, "graphs.replayed") == 2);
+  spec.batch = 3;
+  train.run(spec, settings);
+  CHECK(train.graph_keys().size() == 1);
+  // Kept: the next shapes join the set, and each run counts only its own steps.
+  spec.keep_graphs = true;
+  spec.batch = 4;
+  const BenchResult c = train.run(spec, settings);
+  CHECK(train.graph_keys().size() == 2);
+  CHECK(metric(c, "graphs.captured") == 1);
+  CHECK(metric(c, "graphs.replayed") == 2);
+  spec.batch = 3;  // a shape the set holds: replayed from the first call
+  const BenchResult d = train.run(spec, settings);
+  CHECK(train.graph_keys().size() == 2);
+  CHECK(metric(d, "graphs.captured") == 0);
+  CHECK(metric(d, "graphs.replayed") == 3);
 }
