@@ -96,13 +96,15 @@
 # without a GPU, on the CPU), MASR_BIN (the build's: $SESSION_DIR/src/build-cuda/bin/mamba-asr;
 # with SKIP_BUILD, the tree's build-cuda/bin/mamba-asr), PART_MIB (15: the size of the weight parts), SESSION_DIR
 # (/tmp/gpu-session), SESSION_LOG (/tmp/gpu-session.log).
-# pack: SYNTH_SET (.synthdeps/train), PREV (out/gpu-session/prev; git-ignored), PREV_LM (1; 0: leave
+# pack: SYNTH_SET (.synthdeps/train), PREV (out/gpu-session/prev, git-ignored; when it holds no
+# weights and PREV is not set, the tracked models/conmamba-s2s-synth-en/model.masr), PREV_LM (1; 0: leave
 # the LM out), CARRY_LIMIT_MIB (64), CARRY_MARGIN_MIB (6: a first call planned at 63.0 of 64 MiB
 # was refused as too large on 2026-11-29, one at 58.0 went through; the device counts more than
 # the bytes). unpack: PREV, RUNS (out/gpu-session/runs).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # the tree this copy of the script is in
+SHIP_NAME=conmamba-s2s-synth-en  # models/ folder of the S2S model the sessions train
 S="${SESSION_DIR:-/tmp/gpu-session}"
 LOG="${SESSION_LOG:-/tmp/gpu-session.log}"
 MASR_LD=/opt/deps/usr/lib/x86_64-linux-gnu  # .devdeps/env.sh unpacks the build's libraries there
@@ -135,6 +137,14 @@ pack() {
     scripts/synth_deps.sh subset .synthdeps "$set" $EXCLUDED
   fi
   check_no_reserved "$set/debs/MANIFEST"
+  # The weights a session keeps live in the repository (models/$SHIP_NAME, tracked: out/ does not
+  # outlive the checkout). With no out/gpu-session/prev, pack starts from them; move models/ out of
+  # the tree after this first pack, then pack again (the second one finds $prev).
+  local shipped="models/$SHIP_NAME/model.masr"
+  if [[ -z ${PREV:-} && ! -f $prev/asr.fp16.masr && -f $shipped ]]; then
+    mkdir -p "$prev" && cp "$shipped" "$prev/asr.fp16.masr" && echo "$shipped" > "$prev/FROM"
+    echo "gpu_session: previous weights taken from $shipped" >&2
+  fi
   [[ -f $prev/asr.fp16.masr ]] && echo "gpu_session: previous weights: $prev" >&2 ||
     echo "gpu_session: no $prev/asr.fp16.masr: the session trains from scratch" >&2
   # The tracked models travel with every call unless moved out of the tree for the session.
@@ -255,6 +265,8 @@ unpack() {
   [[ -f $run/lm.fp16.masr ]] && cp "$run/lm.fp16.masr" "$prev/"
   echo "$run" > "$prev/FROM"
   echo "gpu_session: results in $run; the next pack carries $prev" >&2
+  echo "gpu_session: to keep them beyond this checkout: cp $prev/asr.fp16.masr" \
+    "models/$SHIP_NAME/model.masr (with models/ back in the tree), update its README and commit" >&2
   [[ -f $run/summary.md ]] && cat "$run/summary.md"
   return 0
 }
