@@ -162,6 +162,12 @@ void register_builtin_classes(Registry& r) {
   // mamba-asr's own: lib/features/augment/reverb.h.
   declare(r, "mamba_asr.Reverb", {}, "convolves waveforms with generated room responses",
           {"rt60_low", "rt60_high", "drr_low", "drr_high", "sample_rate"});
+  // mamba-asr's own: lib/features/augment/vocoder.h.
+  declare(r, "mamba_asr.Vocoder", {},
+          "resynthesizes waveforms through a source-filter vocoder (cepstral envelope, pulses or "
+          "noise), optionally at another pitch",
+          {"sample_rate", "order_low", "order_high", "pitch_low", "pitch_high", "noise_low",
+           "noise_high", "f0_min", "f0_max", "voicing_threshold"});
   // mamba-asr's own: lib/features/augment/vtlp.h.
   declare(r, "mamba_asr.VTLP", {}, "vocal-tract-length perturbation of log-mel features",
           {"warp_low", "warp_high", "f_hi", "sample_rate", "f_min", "f_max"});

@@ -1,5 +1,6 @@
 // tests/features/test_augment.cpp
-// SpectrogramDrop, Warping, AddNoise, RandAmp, DoClip, DropBitResolution and Augmenter:
+// SpectrogramDrop, Warping, AddNoise, RandAmp, DoClip, DropBitResolution, Augmenter and mamba-asr's
+// own VTLP, SpectralSmoothing, Reverb and Vocoder:
 // hand-checked cases, statistics over seeds,
 // reproducibility, parity with a PyTorch reference of SpeechBrain v1.0's formulas, hparams
 // builders.
@@ -24,6 +25,7 @@
 #include "features/augment/reverb.h"
 #include "features/augment/spectral_smoothing.h"
 #include "features/augment/spectrogram_drop.h"
+#include "features/augment/vocoder.h"
 #include "features/augment/vtlp.h"
 #include "features/augment/warping.h"
 #include "hparams/hparams.h"
@@ -873,4 +875,132 @@ wav_augment: !new:speechbrain.augment.augmenter.Augmenter
   auto augmenter = std::dynamic_pointer_cast<Augmenter>(hp["wav_augment"].instance()->object);
   REQUIRE(augmenter);
   CHECK_THAT(augmenter->summary(), Catch::Contains("Reverb"));
+}
+
+namespace {
+
+// A voice with a known pitch and formant: pulses every sr / f0 samples through a two-pole
+// resonator (the formant's centre and bandwidth in Hz), 1 s at 16 kHz.
+at::Tensor pulse_vowel(double f0, double formant, double bandwidth) {
+  const double sr = 16000.0, pi = std::acos(-1.0);
+  const int64_t t = 16000;
+  std::vector<double> source(t, 0.0), out(t, 0.0);
+  for (double k = 0; k * sr / f0 < t; ++k) source[static_cast<size_t>(std::lround(k * sr / f0)) % t] = 1.0;
+  const double r = std::exp(-pi * bandwidth / sr), c = 2 * r * std::cos(2 * pi * formant / sr);
+  for (int64_t n = 0; n < t; ++n) {
+    out[n] = source[n] + (n >= 1 ? c * out[n - 1] : 0.0) - (n >= 2 ? r * r * out[n - 2] : 0.0);
+  }
+  return torch::tensor(out).to(torch::kFloat).unsqueeze(0);
+}
+
+// The median pitch of the voiced frames, their share of the frames, and the frequency (Hz) of the
+// mean log envelope's highest point between 300 and 1500 Hz.
+struct Voice {
+  double f0 = 0, voiced = 0, formant = 0;
+};
+Voice voice_of(const Vocoder& v, const at::Tensor& x) {
+  const auto valid = torch::full({x.size(0)}, x.size(1), torch::kLong);
+  const auto a = v.analyze(x, valid, torch::full({x.size(0)}, 40, torch::kLong));
+  const auto f0 = a.f0[0];
+  const auto voiced = f0.masked_select(f0 > 0);
+  Voice r;
+  r.voiced = static_cast<double>(voiced.numel()) / static_cast<double>(f0.numel());
+  if (voiced.numel() > 0) r.f0 = voiced.median().item<double>();
+  const auto envelope = a.log_envelope[0].mean(1);  // (F)
+  const double hz_per_bin = 16000.0 / static_cast<double>(v.n_fft());
+  const int64_t lo = std::lround(300 / hz_per_bin), hi = std::lround(1500 / hz_per_bin);
+  r.formant = (envelope.narrow(0, lo, hi - lo).argmax().item<int64_t>() + lo) * hz_per_bin;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("Vocoder: pitch and formant kept or moved apart, voicing, RMS, lengths, draws, hparams",
+          "[augment]") {
+  VocoderConfig c;
+  c.noise_low = c.noise_high = 0.0;
+  const Vocoder plain(c);
+  CHECK(plain.window() == 512);
+  CHECK(plain.hop() == 80);
+  CHECK(plain.n_fft() == 512);
+  const auto vowel = pulse_vowel(150.0, 700.0, 120.0);
+  // The analysis finds the pitch and the formant the signal was made with.
+  const Voice in = voice_of(plain, vowel);
+  INFO("input: f0 " << in.f0 << ", voiced " << in.voiced << ", formant " << in.formant);
+  CHECK(in.f0 == Approx(150.0).epsilon(0.01));
+  CHECK(in.voiced > 0.9);
+  CHECK(in.formant == Approx(700.0).margin(60.0));
+  // White noise is not voiced.
+  const auto white = torch::randn({1, 16000}, make_generator(4));
+  CHECK(voice_of(plain, white).voiced < 0.1);
+
+  // Resynthesized at its own pitch: the same pitch and formant, the same RMS.
+  const auto lengths = full_lengths(1);
+  auto g1 = make_generator(5);
+  const auto same = plain.apply(vowel, lengths, g1).x;
+  REQUIRE(same.sizes() == vowel.sizes());
+  const Voice out = voice_of(plain, same);
+  INFO("resynthesized: f0 " << out.f0 << ", voiced " << out.voiced << ", formant " << out.formant);
+  CHECK(out.f0 == Approx(150.0).epsilon(0.02));
+  CHECK(out.voiced > 0.85);
+  CHECK(out.formant == Approx(in.formant).margin(60.0));
+  CHECK(same.pow(2).mean().sqrt().item<double>() ==
+        Approx(vowel.pow(2).mean().sqrt().item<double>()).epsilon(1e-4));
+  CHECK_FALSE(torch::allclose(same, vowel, 1e-2, 1e-2));
+
+  // At 1.5 times the pitch: the pitch moves, the formant stays.
+  VocoderConfig up = c;
+  up.pitch_low = up.pitch_high = 1.5;
+  auto g2 = make_generator(5);
+  const auto higher = Vocoder(up).apply(vowel, lengths, g2).x;
+  const Voice moved = voice_of(plain, higher);
+  INFO("x1.5: f0 " << moved.f0 << ", voiced " << moved.voiced << ", formant " << moved.formant);
+  CHECK(moved.f0 == Approx(225.0).epsilon(0.03));
+  CHECK(moved.formant == Approx(in.formant).margin(80.0));
+
+  // Lengths: zeros past an utterance's end whatever the padding held, the RMS over its valid
+  // samples, the lengths passed through; the same seed gives the same output, another seed
+  // other draws.
+  auto batch = torch::cat({vowel, vowel}, 0);
+  batch[1].narrow(0, 9600, 6400).copy_(torch::randn({6400}, make_generator(6)) * 10);
+  const auto rel = torch::tensor({1.0f, 0.6f});
+  auto g3 = make_generator(7), g4 = make_generator(7), g5 = make_generator(8);
+  const Vocoder drawn{VocoderConfig{}};
+  const auto y = drawn.apply(batch, rel, g3);
+  CHECK(torch::equal(y.lengths, rel));
+  CHECK(y.x[1].narrow(0, 9600, 6400).abs().max().item<float>() == 0.0f);
+  CHECK(y.x[1].narrow(0, 0, 9600).pow(2).mean().sqrt().item<double>() ==
+        Approx(vowel[0].narrow(0, 0, 9600).pow(2).mean().sqrt().item<double>()).epsilon(1e-4));
+  CHECK(torch::equal(y.x, drawn.apply(batch, rel, g4).x));
+  CHECK_FALSE(torch::equal(y.x, drawn.apply(batch, rel, g5).x));
+  CHECK(std::isfinite(y.x.abs().max().item<double>()));
+
+  VocoderConfig bad;
+  bad.order_high = 300;
+  CHECK_THROWS_WITH(Vocoder{bad}, Catch::Contains("order_high (300) must be at most 256"));
+  bad = VocoderConfig{};
+  bad.pitch_low = 0.0;
+  CHECK_THROWS_WITH(Vocoder{bad}, Catch::Contains("0 < pitch_low"));
+  bad = VocoderConfig{};
+  bad.noise_high = 1.5;
+  CHECK_THROWS_WITH(Vocoder{bad}, Catch::Contains("noise_high <= 1"));
+  bad = VocoderConfig{};
+  bad.f0_min = 20.0;
+  CHECK_THROWS_WITH(Vocoder{bad}, Catch::Contains("< f0_min < f0_max"));
+  masr::toolkit::register_all();
+  auto hp = masr::hparams::load_text(R"(
+vocoder: !new:mamba_asr.Vocoder
+    order_low: 24
+    order_high: 40
+    pitch_low: 0.9
+    pitch_high: 1.1
+wav_augment: !new:speechbrain.augment.augmenter.Augmenter
+    augmentations: [!ref <vocoder>]
+)");
+  auto augmenter = std::dynamic_pointer_cast<Augmenter>(hp["wav_augment"].instance()->object);
+  REQUIRE(augmenter);
+  CHECK_THAT(augmenter->summary(), Catch::Contains("[Vocoder]"));
+  auto vocoder = std::dynamic_pointer_cast<Vocoder>(hp["vocoder"].instance()->object);
+  REQUIRE(vocoder);
+  CHECK_THAT(vocoder->summary(), Catch::Contains("cepstral order [24, 40], pitch x[0.9, 1.1)"));
 }

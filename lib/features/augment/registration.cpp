@@ -12,6 +12,7 @@
 #include "features/augment/reverb.h"
 #include "features/augment/spectrogram_drop.h"
 #include "features/augment/spectral_smoothing.h"
+#include "features/augment/vocoder.h"
 #include "features/augment/vtlp.h"
 #include "features/augment/warping.h"
 #include "features/augment/waveform_drop.h"
@@ -200,10 +201,26 @@ std::shared_ptr<hparams::Object> build_reverb(const Args& args) {
   return with_origin(args, [&] { return std::make_shared<Reverb>(c); });
 }
 
+std::shared_ptr<hparams::Object> build_vocoder(const Args& args) {
+  VocoderConfig c;
+  c.sample_rate = args.get_double("sample_rate", c.sample_rate);
+  c.order_low = args.get_int("order_low", c.order_low);
+  c.order_high = args.get_int("order_high", c.order_high);
+  c.pitch_low = args.get_double("pitch_low", c.pitch_low);
+  c.pitch_high = args.get_double("pitch_high", c.pitch_high);
+  c.noise_low = args.get_double("noise_low", c.noise_low);
+  c.noise_high = args.get_double("noise_high", c.noise_high);
+  c.f0_min = args.get_double("f0_min", c.f0_min);
+  c.f0_max = args.get_double("f0_max", c.f0_max);
+  c.voicing_threshold = args.get_double("voicing_threshold", c.voicing_threshold);
+  return with_origin(args, [&] { return std::make_shared<Vocoder>(c); });
+}
+
 }  // namespace
 
 void register_augment_classes(Registry& registry) {
   registry.implement("mamba_asr.Reverb", build_reverb);
+  registry.implement("mamba_asr.Vocoder", build_vocoder);
   registry.implement("mamba_asr.VTLP", build_vtlp);
   registry.implement("mamba_asr.SpectralSmoothing", build_spectral_smoothing);
   registry.implement("speechbrain.augment.time_domain.RandAmp", build_rand_amp);
