@@ -66,7 +66,9 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
-BIN=$PWD/build-cuda/bin/mamba-asr
+# MASR_BIN: a binary built earlier in the lease (e.g. gpu_session.sh's,
+# /tmp/gpu-session/src/build-cuda/bin/mamba-asr), so that the stages run without the build stage.
+BIN=${MASR_BIN:-$PWD/build-cuda/bin/mamba-asr}
 BIN_BASE=$PWD/.base/build-cuda/bin/mamba-asr
 PAIRS=${PAIRS:-2}
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }

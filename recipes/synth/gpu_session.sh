@@ -85,7 +85,8 @@
 # them), PAYLOAD_WAIT_S (900: how long the driver waits for carried pieces),
 # VARIANTS (a variants file of recipes/synth/variants.sh, relative to the tree or absolute, e.g.
 # recipes/synth/variants-learn.tsv: instead of bundle.sh train, those trainings side by side for
-# MINUTES each, VARIANT_WORKERS (2) loader workers each; their table goes into summary.md, their
+# MINUTES each, VARIANT_WORKERS (2) loader workers each, round-robin over the machine's GPUs (GPUS: at
+# most that many); their table goes into summary.md, their
 # logs into logs.tar.gz; KEEP (best: the ASR variant with the lowest WER on the held-out accents,
 # and the best LM variant when they share a tokenizer; or a variant's name) says whose weights come
 # back, as the bundle's would, with the held-out check; a variant's `--init-model @PREV_ASR@`

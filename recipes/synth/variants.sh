@@ -29,7 +29,10 @@
 # without held-out sets the lowest validation WER, CTC greedy or attention; then OUT/kept names
 # it, and the LM variant with the lowest last validation loss when that ASR variant's tokenizer is
 # the LMs': lines "asr NAME" and "lm NAME"; gpu_session.sh brings their weights back). The
-# averaging and decoding of the variants run side by side, as their trainings did.
+# averaging and decoding of the variants run side by side, as their trainings did. GPUS (with
+# DEVICE cuda: how many of the visible GPUs to use, default all): the variants go round-robin
+# over them (variant i on GPU i mod GPUS, through CUDA_VISIBLE_DEVICES; a line's own ENV wins),
+# so that a machine with two GPUs trains twice the variants at one GPU's pace each.
 # recipes/synth/variants-learn.tsv holds the variants of the first 2026-11-29 question (why does
 # the bundle's S2S model stay at CTC blanks and its LM at a unigram model on the GPU?),
 # recipes/synth/variants-learn2.tsv those of the next one (which S2S configuration learns?).
@@ -114,6 +117,20 @@ for i in "${!names[@]}"; do
 done
 rm -f "$out/dry-run.err"
 if [[ ${CHECK_ONLY:-0} == 1 ]]; then log "${#names[@]} variants checked; CHECK_ONLY=1: none started"; exit 0; fi
+# The GPUs the variants go round-robin over: the visible ones (CUDA_VISIBLE_DEVICES, or every one
+# nvidia-smi lists), at most GPUS of them; with one (or none found) nothing is set.
+gpus=()
+if [[ $device == cuda ]]; then
+  if [[ -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
+    IFS=',' read -r -a gpus <<< "$CUDA_VISIBLE_DEVICES"
+  elif command -v nvidia-smi > /dev/null; then
+    mapfile -t gpus < <(nvidia-smi -L 2> /dev/null | awk '/^GPU [0-9]+:/ {sub(":", "", $2); print $2}')
+  fi
+  if [[ -n ${GPUS:-} ]]; then
+    [[ $GPUS =~ ^[1-9][0-9]*$ ]] || { echo "variants.sh: GPUS='$GPUS': expected a whole number >= 1" >&2; exit 2; }
+    ((GPUS < ${#gpus[@]})) && gpus=("${gpus[@]:0:GPUS}")
+  fi
+fi
 # LibTorch's CPU threads: the cores shared out (each run would otherwise take them all).
 threads="${THREADS:-$(( $(nproc) / ${#names[@]} > 0 ? $(nproc) / ${#names[@]} : 1 ))}"
 
@@ -124,7 +141,11 @@ for i in "${!names[@]}"; do
   mkdir -p "$dir"
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$kind" "$hparams" "$envs" "$args" > "$dir/variant.tsv"
   env_list=()
-  [[ $envs == - ]] || IFS=',' read -r -a env_list <<< "$envs"
+  if ((${#gpus[@]} > 1)); then env_list+=("CUDA_VISIBLE_DEVICES=${gpus[$((i % ${#gpus[@]}))]}"); fi
+  if [[ $envs != - ]]; then
+    IFS=',' read -r -a more <<< "$envs"
+    env_list+=("${more[@]}")
+  fi
   (
     tok=""
     if [[ $kind == lm ]]; then  # the first unigram ASR variant's tokenizer, once it exists
@@ -142,7 +163,9 @@ for i in "${!names[@]}"; do
       echo 0 > "$dir/rc" || echo $? > "$dir/rc"
   ) &
   pids+=($!)
-  log "$name ($kind): started"
+  on=""  # the GPU the run sees, when this script or the line chose one
+  for e in "${env_list[@]}"; do [[ $e == CUDA_VISIBLE_DEVICES=* ]] && on=" on GPU ${e#*=}"; done
+  log "$name ($kind): started$on"
 done
 log "${#names[@]} variants for $minutes min each, $threads CPU thread(s) each"
 wait "${pids[@]}" || true

@@ -6,7 +6,8 @@
 # decoded from each ASR variant's averaged model; the LM's vocabulary is its tokenizer's, and KEEP
 # names the kept ASR variant and the LM that shares its tokenizer. Bad variant files (a wrong kind, a missing hparams file, an option the hparams lack, an LM
 # before any ASR variant, no variant) and corpus folders are refused with exit 2 and a message,
-# before anything starts; the variants files of recipes/synth pass the checks. Exit 77 (skipped)
+# before anything starts; the variants files of recipes/synth pass the checks; with several GPUs the
+# variants go round-robin over them (stand-ins for the binary and nvidia-smi). Exit 77 (skipped)
 # without espeak-ng or sox.
 #   tests/scripts/test_variants.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
@@ -165,5 +166,31 @@ for f in "$src"/recipes/synth/variants-*.tsv; do
 done
 printf '# nothing\n' > "$tmp/empty.tsv"
 refused "a file without variants" "lists no variant" env MASR_BIN="$bin" bash "$v" "$tmp/empty.tsv" "$tmp/c/data" "$tmp/o6"
+
+# Several GPUs: the variants go round-robin over them (CUDA_VISIBLE_DEVICES per run, a line's own
+# ENV winning), at most GPUS of them. Stand-ins for the binary (it prints what it was given) and
+# for nvidia-smi (two GPUs), so that nothing trains.
+mkdir -p "$tmp/fake"
+printf '#!/bin/bash\necho "CVD=${CUDA_VISIBLE_DEVICES:-unset}"\n' > "$tmp/fake/mamba-asr"
+printf '#!/bin/bash\necho "GPU 0: H200 (UUID: a)"; echo "GPU 1: H200 (UUID: b)"\n' > "$tmp/fake/nvidia-smi"
+chmod +x "$tmp/fake/mamba-asr" "$tmp/fake/nvidia-smi"
+printf 'g0\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t\ng1\tasr\thparams/S2S/conmamba_synth_bundle.yaml\tFOO=1\t\n' > "$tmp/gpus.tsv"
+printf 'g2\tasr\thparams/S2S/conmamba_synth_bundle.yaml\t-\t\ng3\tasr\thparams/S2S/conmamba_synth_bundle.yaml\tCUDA_VISIBLE_DEVICES=5\t\n' >> "$tmp/gpus.tsv"
+spread() {  # OUT [VAR=VALUE...]: the variants of gpus.tsv with the stand-ins; prints each run's CVD
+  local out="$1"; shift
+  env PATH="$tmp/fake:$PATH" MASR_BIN="$tmp/fake/mamba-asr" DEVICE=cuda DECODE=0 MINUTES=1 "$@" \
+    bash "$v" "$tmp/gpus.tsv" "$tmp/c/data" "$out" > /dev/null 2>&1
+  for n in g0 g1 g2 g3; do grep -h '^CVD=' "$out/$n/train.log" | tr '\n' ' '; done
+}
+got=$(spread "$tmp/og1")
+[[ $got == "CVD=0 CVD=1 CVD=0 CVD=5 " ]] && ok "variants spread over two GPUs, a line's own choice kept" ||
+  bad "variants over two GPUs: $got"
+got=$(spread "$tmp/og2" GPUS=1)
+[[ $got == "CVD=unset CVD=unset CVD=unset CVD=5 " ]] && ok "GPUS=1 keeps every variant on the default GPU" ||
+  bad "GPUS=1: $got"
+got=$(spread "$tmp/og3" CUDA_VISIBLE_DEVICES=3,2)
+[[ $got == "CVD=3 CVD=2 CVD=3 CVD=5 " ]] && ok "the spread follows CUDA_VISIBLE_DEVICES" || bad "CUDA_VISIBLE_DEVICES=3,2: $got"
+refused "GPUS that is not a count" "GPUS='two'" env PATH="$tmp/fake:$PATH" MASR_BIN="$tmp/fake/mamba-asr" GPUS=two \
+  bash "$v" "$tmp/gpus.tsv" "$tmp/c/data" "$tmp/og4"
 
 checks_done test_variants
