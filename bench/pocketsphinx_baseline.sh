@@ -5,7 +5,7 @@
 #
 #   bench/pocketsphinx_baseline.sh [--out DIR] [--eval-root DIR] [--utterances N] [--seed N]
 #       [--model PATH] [--exe PATH] [--threads N] [--search SEARCH] [--beam N]
-#       [--precisions "fp32 int8"] [--reuse-pocketsphinx]
+#       [--precisions "fp32 int8"] [--reuse-pocketsphinx] [--decode-args "ARGS"]
 #
 # Re-runnable: the eval sets are generated under --eval-root only when missing (the generator is
 # resumable), everything else is recomputed (--reuse-pocketsphinx: PocketSphinx's output and time
@@ -13,7 +13,8 @@
 # DIR/<set>/*.log and DIR/summary.md (WER/CER and RTF per system and set, then WER per voice:
 # the utterance ID's speaker prefix without its number, e.g. flite_awb, festival_slt_hts).
 # --search: any of `decode --search` (greedy, ctc-beam, s2s; --beam N for the beam searches);
-# --precisions: which of fp32 and int8 to run.
+# --precisions: which of fp32 and int8 to run. --decode-args: more `decode` options, word-split
+# (e.g. "--arpa lm.arpa --arpa-weight 0.8 --word-bonus 3"), named in the summary's system column.
 #
 # Needs Debian 12's PocketSphinx (0.8+5prealpha: pocketsphinx_batch) and its stock models; they
 # are a benchmark-only dependency, not in scripts/setup.sh:
@@ -31,7 +32,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 PY=/usr/bin/python3
 out="$root/build/bench-pocketsphinx" eval_root=/tmp/masr-eval utterances=80 seed=2026
-model="$root/models/conmamba-ctc-synth-en" threads=2 search=greedy beam="" reuse_ps=0
+model="$root/models/conmamba-ctc-synth-en" threads=2 search=greedy beam="" reuse_ps=0 decode_args=""
 precisions="fp32 int8"
 exe="$root/build/bin/mamba-asr"
 ps_model=/usr/share/pocketsphinx/model/en-us
@@ -50,6 +51,7 @@ while [[ $# -gt 0 ]]; do
     --beam) beam="$2"; shift 2 ;;
     --precisions) precisions="$2"; shift 2 ;;
     --reuse-pocketsphinx) reuse_ps=1; shift ;;
+    --decode-args) decode_args="$2"; shift 2 ;;
     -h|--help) usage ;;
     *) echo "pocketsphinx_baseline: unknown option '$1'" >&2; usage ;;
   esac
@@ -192,11 +194,11 @@ for s in "${sets[@]}"; do
 
   # The bundled model, same audio, fp32 and int8 (RTF as decode reports it: after model load).
   for p in $precisions; do
-    # shellcheck disable=SC2046
+    # shellcheck disable=SC2046,SC2086
     "$exe" --threads "$threads" decode --model "$model" --search "$search" $([[ -z $beam ]] || echo --beam "$beam") \
-      --precision "$p" "$csv_file" > "$d/$p.txt" 2> "$d/$p.log"
+      $decode_args --precision "$p" "$csv_file" > "$d/$p.txt" 2> "$d/$p.log"
     wall=$(sed -n 's/.* decoded in \([0-9.]*\) s: RTF.*/\1/p' "$d/$p.log" | tail -1)
-    rows+=("mamba-asr $(basename "$model") $p ($search${beam:+ beam $beam}, $threads threads)|$p|$wall")
+    rows+=("mamba-asr $(basename "$model") $p ($search${beam:+ beam $beam}${decode_args:+ $decode_args}, $threads threads)|$p|$wall")
     # The python scorer must agree with mamba-asr's own WER line for this output.
     own=$(sed -n 's/^%WER \([0-9.]*\) .*/\1/p' "$d/$p.log" | tail -1)
     mine=$(helper score "$d/ref.txt" "$d/$p.txt" | cut -d' ' -f1)

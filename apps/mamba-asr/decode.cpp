@@ -404,6 +404,10 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("--word-bonus", o.recognizer.decode.ctc.word_insertion_bonus,
                   "ctc-beam: word insertion bonus")
       ->capture_default_str();
+  cmd->add_option("--unk-offset", o.recognizer.decode.ctc.unk_offset,
+                  "ctc-beam: added to a word the n-gram LM does not know, and while ranking to a "
+                  "beam whose unfinished word begins none (pyctcdecode's unk_score_offset)")
+      ->capture_default_str();
   add_precision_option(
       cmd, o.recognizer.decode.precision,
       {runtime::Precision::kFp32, runtime::Precision::kBf16, runtime::Precision::kFp16,

@@ -95,6 +95,9 @@ class ArpaParser {
     std::string key = tokens[1];
     for (int i = 2; i <= n; ++i) key += " " + tokens[i];
     lm.entries_[key] = entry;
+    if (n == 1 && key != "<s>" && key != "</s>" && key != "<unk>") {
+      for (size_t length = 0; length <= key.size(); ++length) lm.prefixes_.insert(key.substr(0, length));
+    }
   }
 
   float parse_number(const std::string& text, const std::string& line) const {
@@ -125,6 +128,10 @@ ArpaLm ArpaLm::from_file(const std::string& path) {
 }
 
 bool ArpaLm::contains(const std::string& word) const { return entries_.count(word) > 0; }
+
+bool ArpaLm::in_vocabulary(const std::string& word) const {
+  return word != "<s>" && word != "</s>" && word != "<unk>" && entries_.count(word) > 0;
+}
 
 const ArpaLm::Entry* ArpaLm::find(const std::vector<std::string>& words, size_t begin,
                                   size_t end) const {

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace masr::decode {
@@ -18,6 +19,11 @@ class ArpaLm {
 
   int order() const { return order_; }
   bool contains(const std::string& word) const;
+  // Whether a word of the vocabulary (a unigram other than <s>, </s> and <unk>) begins with
+  // `prefix` (every word begins with ""): for scoring a partial word in a beam search.
+  bool is_word_prefix(const std::string& prefix) const { return prefixes_.count(prefix) > 0; }
+  // Whether `word` is in the vocabulary (not <s>, </s> or <unk>).
+  bool in_vocabulary(const std::string& word) const;
   // ln P(word | context) with Katz back-off; context holds the previous words, most recent last
   // (only the last order()-1 are used; "<s>" starts a sentence, "</s>" ends one). A word missing
   // from the unigrams gets <unk>'s probability, or 10^-100 when the file has no <unk> (KenLM's
@@ -37,6 +43,7 @@ class ArpaLm {
   int order_ = 0;
   std::vector<size_t> counts_;
   std::unordered_map<std::string, Entry> entries_;  // words joined by ' '
+  std::unordered_set<std::string> prefixes_;         // every prefix of every vocabulary word
   friend class ArpaParser;
 };
 

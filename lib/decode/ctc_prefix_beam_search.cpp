@@ -59,6 +59,7 @@ void CtcBeamSearchOptions::validate() const {
     fail("token_prune_min_logp must be <= 0, got " + std::to_string(token_prune_min_logp));
   }
   if (blank < 0) fail("blank must be >= 0, got " + std::to_string(blank));
+  if (unk_offset > 0) fail("unk_offset must be <= 0, got " + std::to_string(unk_offset));
 }
 
 CtcPrefixBeamSearch::CtcPrefixBeamSearch(CtcBeamSearchOptions options,
@@ -78,9 +79,17 @@ CtcPrefixBeamSearch::CtcPrefixBeamSearch(CtcBeamSearchOptions options,
 }
 
 void CtcPrefixBeamSearch::finish_word(Beam& beam, const std::string& word) const {
-  beam.lm_score +=
-      options_.arpa_weight * options_.arpa->log_prob(beam.words, word) + options_.word_insertion_bonus;
+  beam.lm_score += options_.arpa_weight * options_.arpa->log_prob(beam.words, word) +
+                   options_.word_insertion_bonus +
+                   (options_.arpa->in_vocabulary(word) ? 0.0 : options_.unk_offset);
   beam.words.push_back(word);
+}
+
+double CtcPrefixBeamSearch::partial_word_term(const Beam& beam) const {
+  if (options_.arpa == nullptr || beam.partial.empty() || options_.arpa->is_word_prefix(beam.partial)) {
+    return 0.0;
+  }
+  return options_.unk_offset * std::max(1.0, static_cast<double>(beam.partial.size()) / 6.0);
 }
 
 // Called once per new prefix: a token that starts a word completes the partial word before it.
@@ -135,7 +144,7 @@ void CtcPrefixBeamSearch::score_prefixes(std::vector<Beam>& beams, NeuralLmCache
 }
 
 void CtcPrefixBeamSearch::prune(std::vector<Beam>& beams) const {
-  for (Beam& beam : beams) beam.score = beam.total() + beam.lm_score;
+  for (Beam& beam : beams) beam.score = beam.total() + beam.lm_score + partial_word_term(beam);
   std::stable_sort(beams.begin(), beams.end(),
                    [](const Beam& a, const Beam& b) { return a.score > b.score; });
   const double floor = beams.empty() ? kNegInf : beams[0].score + options_.beam_prune_logp;

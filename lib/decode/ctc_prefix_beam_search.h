@@ -39,6 +39,11 @@ struct CtcBeamSearchOptions {
   const ArpaLm* arpa = nullptr;
   double arpa_weight = 0.5;
   double word_insertion_bonus = 0.0;
+  // pyctcdecode's unk_score_offset: added to each completed word outside the LM's vocabulary,
+  // and, while beams are ranked, to a beam whose unfinished word begins no vocabulary word
+  // (times length / 6 past 6 characters). Without it, two words run together into one unknown
+  // word cost less than the two (at <unk>'s probability), and the search deletes words.
+  double unk_offset = -10.0;
   // Neural token LM fusion (off when null): each token that extends a prefix adds
   // neural_lm_weight * log P_lm(token | prefix), and eos is scored at the end. The LM must share
   // the acoustic model's vocabulary. May be combined with the word n-gram `arpa`: both terms add.
@@ -75,6 +80,7 @@ class CtcPrefixBeamSearch {
   void extend_word(Beam& beam, int64_t token) const;
   void finish_word(Beam& beam, const std::string& word) const;
   double final_lm_terms(const Beam& beam) const;
+  double partial_word_term(const Beam& beam) const;
   void prune(std::vector<Beam>& beams) const;
 
   CtcBeamSearchOptions options_;

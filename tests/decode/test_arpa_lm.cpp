@@ -52,6 +52,22 @@ TEST_CASE("ARPA bigram scores with back-off", "[decode]") {
   const ArpaLm with_unk = ArpaLm::from_string(
       "\\data\\\nngram 1=2\n\\1-grams:\n-2.5 <unk>\n-1 a\n\\end\\\n", "unk.arpa");
   CHECK(with_unk.log_prob({"a"}, "zzz") == Approx(-2.5 * ln10));
+  // The vocabulary and its prefixes, for a beam search's partial words: <s>, </s> and <unk> are
+  // not words.
+  CHECK(lm.in_vocabulary("a"));
+  CHECK_FALSE(lm.in_vocabulary("<s>"));
+  CHECK_FALSE(lm.in_vocabulary("zzz"));
+  CHECK_FALSE(with_unk.in_vocabulary("<unk>"));
+  CHECK(lm.is_word_prefix(""));
+  CHECK(lm.is_word_prefix("a"));
+  CHECK(lm.is_word_prefix("b"));
+  CHECK_FALSE(lm.is_word_prefix("ab"));
+  CHECK_FALSE(lm.is_word_prefix("<"));
+  const ArpaLm words = ArpaLm::from_string(
+      "\\data\\\nngram 1=2\n\\1-grams:\n-1 cat\n-1 cart\n\\end\\\n", "words.arpa");
+  for (const char* prefix : {"c", "ca", "cat", "car", "cart"}) CHECK(words.is_word_prefix(prefix));
+  CHECK_FALSE(words.is_word_prefix("cats"));
+  CHECK_FALSE(words.is_word_prefix("at"));
 }
 
 TEST_CASE("ARPA files load from disk; errors name the file, line and reason", "[decode]") {

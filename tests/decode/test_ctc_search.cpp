@@ -165,6 +165,43 @@ TEST_CASE("CTC beam search with a word n-gram LM prefers the LM's word", "[decod
   CHECK(fused.score == Approx(p_cb + 0.5 * ln10 * (-0.1 - 0.1 - 1.0) + 2.0).epsilon(1e-3));
 }
 
+TEST_CASE("CTC beam search with a word n-gram LM: unknown words pay unk_offset, in full and in part",
+          "[decode]") {
+  // Characters: blank, the word separator "▁", "a", "b". Acoustics: "a", then blank (0.55) a
+  // little likelier than "▁" (0.45), then "b", then blank or "a" (0.5 each): "ab" beats "a b"
+  // acoustically by ln(0.55 / 0.45). The LM knows the words a and b (log10 -1 each, <unk> -1
+  // too): at <unk>'s probability the one unknown word "ab" costs the LM less than the two known
+  // ones, so only unk_offset keeps the search from running the words together.
+  const ArpaLm lm = ArpaLm::from_string(
+      "\\data\\\nngram 1=5\n\n\\1-grams:\n-1 <unk>\n-99 <s>\n-1 a\n-1 b\n-1 </s>\n"
+      "\\end\\\n",
+      "ab.arpa");
+  const std::vector<std::string> pieces = {"<blank>", "\xe2\x96\x81", "a", "b"};
+  const at::Tensor logp = log_table({{0.04f, 0.02f, 0.9f, 0.04f},
+                                     {0.55f, 0.45f, 0.0f, 0.0f},
+                                     {0.04f, 0.02f, 0.04f, 0.9f},
+                                     {0.5f, 0.0f, 0.5f, 0.0f}});
+  const std::vector<int64_t> run_together = {2, 3}, two_words = {2, 1, 3};
+  CtcBeamSearchOptions o;
+  o.token_prune_min_logp = -20;
+  o.beam_prune_logp = -50;
+  o.arpa = &lm;
+  o.arpa_weight = 0.5;
+  o.unk_offset = 0.0;
+  CHECK(CtcPrefixBeamSearch(o, pieces).search(logp, {})[0][0].tokens == run_together);
+  o.unk_offset = -10.0;  // the default, pyctcdecode's
+  CHECK(CtcPrefixBeamSearch(o, pieces).search(logp, {})[0][0].tokens == two_words);
+  // Two beams: at the last frame the unfinished "ab" and "aba" outrank "a b" acoustically and
+  // would push it out before any of them is finished and charged; the partial word's penalty
+  // (neither begins a word of the LM) keeps it.
+  o.beam_size = 2;
+  CHECK(CtcPrefixBeamSearch(o, pieces).search(logp, {})[0][0].tokens == two_words);
+  o.unk_offset = 0.0;
+  CHECK(CtcPrefixBeamSearch(o, pieces).search(logp, {})[0][0].tokens == run_together);
+  o.unk_offset = 1.0;
+  CHECK_THROWS_WITH(CtcPrefixBeamSearch(o, pieces), Catch::Contains("unk_offset must be <= 0"));
+}
+
 TEST_CASE("CTC beam search options and LM setup errors", "[decode]") {
   CtcBeamSearchOptions o;
   o.beam_size = 0;
