@@ -96,7 +96,8 @@ class ArpaParser {
     for (int i = 2; i <= n; ++i) key += " " + tokens[i];
     lm.entries_[key] = entry;
     if (n == 1 && key != "<s>" && key != "</s>" && key != "<unk>") {
-      for (size_t length = 0; length <= key.size(); ++length) lm.prefixes_.insert(key.substr(0, length));
+      for (size_t length = 0; length <= key.size(); ++length)
+        lm.prefixes_.insert(key.substr(0, length));
     }
   }
 

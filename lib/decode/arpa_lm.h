@@ -43,7 +43,7 @@ class ArpaLm {
   int order_ = 0;
   std::vector<size_t> counts_;
   std::unordered_map<std::string, Entry> entries_;  // words joined by ' '
-  std::unordered_set<std::string> prefixes_;         // every prefix of every vocabulary word
+  std::unordered_set<std::string> prefixes_;        // every prefix of every vocabulary word
   friend class ArpaParser;
 };
 

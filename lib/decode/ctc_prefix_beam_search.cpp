@@ -86,7 +86,8 @@ void CtcPrefixBeamSearch::finish_word(Beam& beam, const std::string& word) const
 }
 
 double CtcPrefixBeamSearch::partial_word_term(const Beam& beam) const {
-  if (options_.arpa == nullptr || beam.partial.empty() || options_.arpa->is_word_prefix(beam.partial)) {
+  if (options_.arpa == nullptr || beam.partial.empty() ||
+      options_.arpa->is_word_prefix(beam.partial)) {
     return 0.0;
   }
   return options_.unk_offset * std::max(1.0, static_cast<double>(beam.partial.size()) / 6.0);

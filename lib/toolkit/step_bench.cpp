@@ -235,8 +235,10 @@ runtime::BenchResult TrainStepBench::run(const StepSpec& spec,
     r.note += s.graphs->steps_optimizer() ? ", CUDA graphs (the optimizer's update inside)"
                                           : ", CUDA graphs";
     // This run's steps (kept graphs carry the counts of earlier runs).
-    r.metrics.emplace_back("graphs.replayed", static_cast<double>(g.replayed - graphs_before.replayed));
-    r.metrics.emplace_back("graphs.captured", static_cast<double>(g.captured - graphs_before.captured));
+    r.metrics.emplace_back("graphs.replayed",
+                           static_cast<double>(g.replayed - graphs_before.replayed));
+    r.metrics.emplace_back("graphs.captured",
+                           static_cast<double>(g.captured - graphs_before.captured));
     r.metrics.emplace_back("graphs.eager", static_cast<double>(g.eager - graphs_before.eager));
   }
   if (settings.profile) {

@@ -39,7 +39,7 @@ struct StepSpec {
   int64_t tokens = 0;
   // CUDA graphs: keep the graphs of the earlier runs (one memory pool for every shape, as `train`
   // holds them) instead of a new set per run. --shapes-from: a set per shape kept each shape's
-  // pool alive and ran an H200 out of memory after 41 of 139 shapes (2026-11-29).
+  // pool alive and filled an H200 after 9 of 139 shapes (2026-11-29).
   bool keep_graphs = false;
 };
 

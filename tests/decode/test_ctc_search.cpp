@@ -165,8 +165,9 @@ TEST_CASE("CTC beam search with a word n-gram LM prefers the LM's word", "[decod
   CHECK(fused.score == Approx(p_cb + 0.5 * ln10 * (-0.1 - 0.1 - 1.0) + 2.0).epsilon(1e-3));
 }
 
-TEST_CASE("CTC beam search with a word n-gram LM: unknown words pay unk_offset, in full and in part",
-          "[decode]") {
+TEST_CASE(
+    "CTC beam search with a word n-gram LM: unknown words pay unk_offset, in full and in part",
+    "[decode]") {
   // Characters: blank, the word separator "▁", "a", "b". Acoustics: "a", then blank (0.55) a
   // little likelier than "▁" (0.45), then "b", then blank or "a" (0.5 each): "ab" beats "a b"
   // acoustically by ln(0.55 / 0.45). The LM knows the words a and b (log10 -1 each, <unk> -1

@@ -885,7 +885,8 @@ at::Tensor pulse_vowel(double f0, double formant, double bandwidth) {
   const double sr = 16000.0, pi = std::acos(-1.0);
   const int64_t t = 16000;
   std::vector<double> source(t, 0.0), out(t, 0.0);
-  for (double k = 0; k * sr / f0 < t; ++k) source[static_cast<size_t>(std::lround(k * sr / f0)) % t] = 1.0;
+  for (double k = 0; k * sr / f0 < t; ++k)
+    source[static_cast<size_t>(std::lround(k * sr / f0)) % t] = 1.0;
   const double r = std::exp(-pi * bandwidth / sr), c = 2 * r * std::cos(2 * pi * formant / sr);
   for (int64_t n = 0; n < t; ++n) {
     out[n] = source[n] + (n >= 1 ? c * out[n - 1] : 0.0) - (n >= 2 ? r * r * out[n - 2] : 0.0);

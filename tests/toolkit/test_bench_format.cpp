@@ -2,16 +2,16 @@
 // Benchmark output formats (table, JSON lines, CSV, Markdown) and the step benchmarks' metrics.
 #include <catch2/catch.hpp>
 
-#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
+#include <nlohmann/json.hpp>
 
 #include "hparams/hparams.h"
 #include "runtime/benchmark.h"
 #include "runtime/peak_memory.h"
+#include "runtime_fixtures.h"
 #include "toolkit/registration.h"
 #include "toolkit/step_bench.h"
 #include "train/cuda_graph_step.h"
-#include "runtime_fixtures.h"
 
 using namespace masr::runtime;
 using namespace masr::toolkit;

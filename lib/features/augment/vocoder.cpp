@@ -36,7 +36,8 @@ at::Tensor stft(const at::Tensor& x, int64_t n_fft, int64_t hop, int64_t window,
 
 void VocoderConfig::validate() const {
   if (!(sample_rate >= 4000.0)) {
-    throw_config_error(string_printf("Vocoder: sample_rate must be >= 4000 Hz, got %g", sample_rate));
+    throw_config_error(
+        string_printf("Vocoder: sample_rate must be >= 4000 Hz, got %g", sample_rate));
   }
   if (order_low < 2 || order_low > order_high) {
     throw_config_error(string_printf(
@@ -54,14 +55,14 @@ void VocoderConfig::validate() const {
         noise_high));
   }
   if (!(voicing_threshold > 0.0 && voicing_threshold < 1.0)) {
-    throw_config_error(string_printf("Vocoder: voicing_threshold must be in (0, 1), got %g",
-                                     voicing_threshold));
+    throw_config_error(
+        string_printf("Vocoder: voicing_threshold must be in (0, 1), got %g", voicing_threshold));
   }
   // The longest period must fit in the analysis window (32 ms), the shortest be 2 samples.
   if (!(f0_min >= 1.0 / 0.032 + 1.0) || !(f0_min < f0_max) || !(f0_max <= sample_rate / 4.0)) {
-    throw_config_error(string_printf(
-        "Vocoder: need %g < f0_min < f0_max <= sample_rate / 4 (Hz), got %g and %g",
-        1.0 / 0.032 + 1.0, f0_min, f0_max));
+    throw_config_error(
+        string_printf("Vocoder: need %g < f0_min < f0_max <= sample_rate / 4 (Hz), got %g and %g",
+                      1.0 / 0.032 + 1.0, f0_min, f0_max));
   }
 }
 
@@ -108,21 +109,20 @@ Vocoder::Analysis Vocoder::analyze(const at::Tensor& x, const at::Tensor& valid,
   const int64_t n_long = 2 * n_fft_;
   const at::Tensor autocorrelation = torch::fft::irfft(
       stft(x, n_long, hop_, window_, w).abs().pow(2).to(c10::kComplexFloat), n_long, 1);
-  const at::Tensor w_autocorrelation = torch::fft::irfft(
-      torch::fft::rfft(torch::constant_pad_nd(w, {0, n_long - window_}), n_long)
-          .abs()
-          .pow(2)
-          .to(c10::kComplexFloat),
-      n_long);
+  const at::Tensor w_autocorrelation =
+      torch::fft::irfft(torch::fft::rfft(torch::constant_pad_nd(w, {0, n_long - window_}), n_long)
+                            .abs()
+                            .pow(2)
+                            .to(c10::kComplexFloat),
+                        n_long);
   const int64_t lag_min = static_cast<int64_t>(std::floor(config_.sample_rate / config_.f0_max));
   const int64_t lag_max = static_cast<int64_t>(std::ceil(config_.sample_rate / config_.f0_min));
   // Lags lag_min - 1 .. lag_max + 1, for the neighbours of the local maxima.
   const int64_t span = lag_max - lag_min + 3;
   const at::Tensor energy = autocorrelation.select(1, 0);  // (B, M)
-  const at::Tensor r = autocorrelation.narrow(1, lag_min - 1, span) /
-                       energy.clamp_min(1e-20).unsqueeze(1) /
-                       (w_autocorrelation.narrow(0, lag_min - 1, span) / w_autocorrelation[0])
-                           .view({1, span, 1});
+  const at::Tensor r =
+      autocorrelation.narrow(1, lag_min - 1, span) / energy.clamp_min(1e-20).unsqueeze(1) /
+      (w_autocorrelation.narrow(0, lag_min - 1, span) / w_autocorrelation[0]).view({1, span, 1});
   const at::Tensor inner = r.narrow(1, 1, span - 2);
   const at::Tensor peak = (inner >= r.narrow(1, 0, span - 2)) & (inner >= r.narrow(1, 2, span - 2));
   const at::Tensor highest = std::get<0>((inner * peak.to(inner.scalar_type())).max(1));  // (B, M)
@@ -145,7 +145,8 @@ Vocoder::Analysis Vocoder::analyze(const at::Tensor& x, const at::Tensor& valid,
   const at::Tensor inside = (m * hop_) < valid.to(x.device()).unsqueeze(1);
   const at::Tensor loudest =
       std::get<0>((energy * inside.to(energy.scalar_type())).max(1, /*keepdim=*/true));
-  const at::Tensor voiced = (y1 > config_.voicing_threshold) & (energy > kSilence * loudest) & inside;
+  const at::Tensor voiced =
+      (y1 > config_.voicing_threshold) & (energy > kSilence * loudest) & inside;
   const at::Tensor f0 = torch::where(voiced, config_.sample_rate / lag, torch::zeros_like(lag));
   return {log_envelope, f0};
 }
@@ -157,9 +158,10 @@ at::Tensor Vocoder::synthesize(const Analysis& analysis, const at::Tensor& pitch
   const int64_t frames = analysis.f0.size(1);
   // The frame of each sample: frames are centred on multiples of the hop.
   const at::Tensor n = torch::arange(t, options.dtype(torch::kLong));
-  const at::Tensor index =
-      torch::div(n + hop_ / 2, hop_, "floor").clamp_max(frames - 1).unsqueeze(0).expand(
-          {noise.size(0), t});
+  const at::Tensor index = torch::div(n + hop_ / 2, hop_, "floor")
+                               .clamp_max(frames - 1)
+                               .unsqueeze(0)
+                               .expand({noise.size(0), t});
   const at::Tensor f0 = analysis.f0.gather(1, index);  // (B, T), 0 where unvoiced
   const at::Tensor voiced = f0 > 0;
   // Pulses where the accumulated phase (cycles, in double: hours of samples) passes a whole
@@ -168,7 +170,8 @@ at::Tensor Vocoder::synthesize(const Analysis& analysis, const at::Tensor& pitch
       torch::where(voiced, f0 * pitch.to(options).unsqueeze(1), torch::full_like(f0, 100.0));
   const at::Tensor increment = (rate / config_.sample_rate).to(torch::kDouble);
   const at::Tensor phase = torch::cumsum(increment, 1);
-  const at::Tensor pulse = (torch::floor(phase) > torch::floor(phase - increment)).to(options.dtype());
+  const at::Tensor pulse =
+      (torch::floor(phase) > torch::floor(phase - increment)).to(options.dtype());
   // Amplitude sqrt(period): a pulse train of unit power, as the noise.
   const at::Tensor pulses = pulse * torch::sqrt(config_.sample_rate / rate);
   const at::Tensor a = share.to(options).unsqueeze(1);
@@ -203,13 +206,14 @@ AugmentBatch Vocoder::apply(const at::Tensor& x, const at::Tensor& lengths,
   const at::Tensor noise = torch::randn({batch, t}, generator, cpu);
 
   const at::Device device = x.device();
-  const at::Tensor valid_host = (lengths.to(torch::kDouble) * t).round().clamp_min(1).to(torch::kLong);
+  const at::Tensor valid_host =
+      (lengths.to(torch::kDouble) * t).round().clamp_min(1).to(torch::kLong);
   const at::Tensor valid = runtime::to_device_async(valid_host, device);
   const at::Tensor input = x.to(torch::kFloat);
   const Analysis analysis = analyze(input, valid, runtime::to_device_async(order, device));
-  at::Tensor y = synthesize(analysis, runtime::to_device_async(pitch, device),
-                            runtime::to_device_async(share, device),
-                            runtime::to_device_async(noise, device));
+  at::Tensor y =
+      synthesize(analysis, runtime::to_device_async(pitch, device),
+                 runtime::to_device_async(share, device), runtime::to_device_async(noise, device));
   // Zeros past each utterance's end, and its RMS over the valid samples.
   const at::Tensor mask =
       (torch::arange(t, input.options().dtype(torch::kLong)).unsqueeze(0) < valid.unsqueeze(1))
