@@ -81,6 +81,8 @@ void warn_unused_options(const CLI::App& cmd, decode::Search search, const Decod
     return f == decode::OutputFormat::kSrt || f == decode::OutputFormat::kVtt;
   });
   const bool lm = !o.recognizer.lm.empty();
+  const bool arpa = !o.recognizer.arpa.empty();
+  const bool ctc_beam = search == Search::kCtcBeam || search == Search::kRescore;
   struct Rule {
     const char* option;
     bool used;
@@ -90,11 +92,11 @@ void warn_unused_options(const CLI::App& cmd, decode::Search search, const Decod
   const Rule rules[] = {
       {"--beam", beam, "a beam search (ctc-beam, s2s, rescore)"},
       {"--nbest", beam, "a beam search (ctc-beam, s2s, rescore)"},
-      {"--arpa", search == Search::kCtcBeam, "--search ctc-beam"},
-      {"--arpa-weight", search == Search::kCtcBeam && !o.recognizer.arpa.empty(),
-       "--search ctc-beam with --arpa"},
-      {"--word-bonus", search == Search::kCtcBeam && !o.recognizer.arpa.empty(),
-       "--search ctc-beam with --arpa"},
+      // rescore ranks the n-best of the CTC beam search, which the n-gram steers.
+      {"--arpa", ctc_beam, "--search ctc-beam or rescore"},
+      {"--arpa-weight", ctc_beam && arpa, "--search ctc-beam or rescore with --arpa"},
+      {"--word-bonus", ctc_beam && arpa, "--search ctc-beam or rescore with --arpa"},
+      {"--unk-offset", ctc_beam && arpa, "--search ctc-beam or rescore with --arpa"},
       {"--beam-prune-logp", search == Search::kCtcBeam || search == Search::kRescore,
        "--search ctc-beam or rescore"},
       {"--token-prune-min-logp", search == Search::kCtcBeam || search == Search::kRescore,
@@ -123,7 +125,8 @@ void warn_unused_options(const CLI::App& cmd, decode::Search search, const Decod
 // "decoding 3 utterances with ctc-beam search and the ARPA LM lm.arpa on cpu"
 std::string decode_header(size_t count, const decode::Recognizer& r, const DecodeOptions& o) {
   std::string lms;
-  if (!o.recognizer.arpa.empty() && r.search() == decode::Search::kCtcBeam) {
+  if (!o.recognizer.arpa.empty() &&
+      (r.search() == decode::Search::kCtcBeam || r.search() == decode::Search::kRescore)) {
     lms += " and the ARPA LM " + o.recognizer.arpa;
   }
   if (!o.recognizer.lm.empty())
@@ -396,16 +399,17 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       ->capture_default_str();
   cmd->add_option("--lm-temperature", o.recognizer.lm_temperature,
                   "s2s, ctc-beam: LM temperature (SpeechBrain: 1.15)");
-  cmd->add_option("--arpa", o.recognizer.arpa, "ctc-beam: word n-gram LM (ARPA file)")
+  cmd->add_option("--arpa", o.recognizer.arpa, "ctc-beam, rescore: word n-gram LM (ARPA file)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--arpa-weight", o.recognizer.decode.ctc.arpa_weight,
-                  "ctc-beam: n-gram LM weight")
+                  "ctc-beam, rescore: n-gram LM weight")
       ->capture_default_str();
   cmd->add_option("--word-bonus", o.recognizer.decode.ctc.word_insertion_bonus,
-                  "ctc-beam: word insertion bonus")
+                  "ctc-beam, rescore: word insertion bonus")
       ->capture_default_str();
   cmd->add_option("--unk-offset", o.recognizer.decode.ctc.unk_offset,
-                  "ctc-beam: added to a word the n-gram LM does not know, and while ranking to a "
+                  "ctc-beam, rescore: added to a word the n-gram LM does not know, and while "
+                  "ranking to a "
                   "beam whose unfinished word begins none (pyctcdecode's unk_score_offset)")
       ->capture_default_str();
   add_precision_option(

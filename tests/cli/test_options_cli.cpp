@@ -158,6 +158,14 @@ TEST_CASE("options with no effect warn; --lm with an ARPA file points at --arpa"
                                        "LM " +
                                        arpa));
   CHECK(r.output.find("no effect") == std::string::npos);
+  // rescore ranks the n-best of that same CTC search, the n-gram steering it: used there too.
+  const std::string s2s = std::string(MASR_SOURCE_DIR) + "/models/conmamba-s2s-synth-en";
+  r = run_cli("decode -m " + s2s + " --search rescore --arpa " + arpa +
+              " --arpa-weight 0.8 --word-bonus 1 --unk-offset -5 --beam 4 " + kWav);
+  INFO(r.output);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("with rescore search and the ARPA LM " + arpa));
+  CHECK(r.output.find("no effect") == std::string::npos);
   // --lm takes a neural LM: an ARPA file there is a usage error naming --arpa.
   r = run_cli(decode + "--search ctc-beam --lm " + arpa + " " + kWav);
   CHECK(r.code == 2);
