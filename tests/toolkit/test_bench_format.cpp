@@ -27,6 +27,14 @@ BenchResult sample() {
   r.metrics = {{"rtf", 0.05}, {"peak_bytes", 2097152}};
   return r;
 }
+
+// The tiny model's hparams, with every class registered.
+masr::hparams::Hparams tiny_hparams() {
+  register_all();
+  masr::hparams::LoadOptions load;
+  load.placeholder_value = "unused";
+  return masr::hparams::load_file(masr::test::kTinyHparams, load);
+}
 }  // namespace
 
 TEST_CASE("bench results print as JSON lines, CSV and Markdown", "[runtime][bench]") {
@@ -51,10 +59,7 @@ TEST_CASE("bench results print as JSON lines, CSV and Markdown", "[runtime][benc
 
 TEST_CASE("the train-step and decode benchmarks report work, RTF and peak memory",
           "[runtime][bench]") {
-  register_all();
-  masr::hparams::LoadOptions load;
-  load.placeholder_value = "unused";
-  const auto hp = masr::hparams::load_file(masr::test::kTinyHparams, load);
+  const auto hp = tiny_hparams();
   BenchSettings settings;
   settings.warmup = 0;
   settings.repeat = 2;
@@ -99,10 +104,7 @@ TEST_CASE("peak memory follows an allocation on the CPU", "[runtime][bench]") {
 TEST_CASE("the train-step benchmark keeps one set of CUDA graphs across shapes when asked",
           "[.cuda]") {
   REQUIRE(torch::cuda::is_available());
-  register_all();
-  masr::hparams::LoadOptions load;
-  load.placeholder_value = "unused";
-  const auto hp = masr::hparams::load_file(masr::test::kTinyHparams, load);
+  const auto hp = tiny_hparams();
   BenchSettings settings;
   settings.warmup = 1;
   settings.repeat = 2;

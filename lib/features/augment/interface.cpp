@@ -27,6 +27,10 @@ double draw_uniform(at::Generator& generator) {
   return at::rand({1}, generator, at::kDouble).item<double>();
 }
 
+at::Tensor valid_rms(const at::Tensor& x, const at::Tensor& valid) {
+  return (x.pow(2).sum(1, true) / valid).sqrt();
+}
+
 void require_waveforms(const at::Tensor& x, const char* who) {
   if (x.dim() != 2) {
     throw_input_error(std::string(who) + ": expected a (batch, samples) waveform tensor, got " +

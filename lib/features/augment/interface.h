@@ -47,4 +47,8 @@ double draw_uniform(at::Generator& generator);
 // Throws an input error naming `who` unless x is a (batch, samples) waveform tensor.
 void require_waveforms(const at::Tensor& x, const char* who);
 
+// sqrt(sum(x^2) / valid) per row: the RMS over an utterance's valid samples, for x (B, T) whose
+// samples past them are zero (or masked by the caller) and valid (B, 1) their counts.
+at::Tensor valid_rms(const at::Tensor& x, const at::Tensor& valid);
+
 }  // namespace masr::features

@@ -9,15 +9,6 @@
 #include "runtime/device_copy.h"
 
 namespace masr::features {
-namespace {
-
-// sqrt(sum(x^2) / valid_samples) per row; x: (B, T), valid: (B, 1).
-at::Tensor rms(const at::Tensor& x, const at::Tensor& valid) {
-  return torch::sqrt(x.pow(2).sum(1, true) / valid);
-}
-
-}  // namespace
-
 void AddNoiseConfig::validate() const {
   if (snr_low > snr_high) {
     throw_config_error("AddNoise: snr_low (" + std::to_string(snr_low) +
@@ -75,7 +66,7 @@ AugmentBatch AddNoise::apply(const at::Tensor& x, const at::Tensor& lengths,
         config_.alpha_low;
     noise = colored_noise(noise, runtime::to_device_async(alpha, x.device()), config_.sample_rate);
   }
-  auto scaled = noise * (factor * rms(x, valid) / (rms(noise, valid) + 1e-14));
+  auto scaled = noise * (factor * valid_rms(x, valid) / (valid_rms(noise, valid) + 1e-14));
   return {x * (1.0 - factor) + scaled, lengths, {}};
 }
 

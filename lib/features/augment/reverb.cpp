@@ -56,9 +56,7 @@ at::Tensor Reverb::convolve(const at::Tensor& x, const at::Tensor& h, const at::
   // The input's RMS over each utterance's valid samples.
   const at::Tensor valid = (lengths.to(x.options()) * t).round().clamp_min(1.0).unsqueeze(1);
   const at::Tensor mask = (torch::arange(t, x.options()).unsqueeze(0) < valid).to(x.scalar_type());
-  const at::Tensor rms_in = torch::sqrt((x * mask).pow(2).sum(1, true) / valid);
-  const at::Tensor rms_out = torch::sqrt((wet * mask).pow(2).sum(1, true) / valid);
-  return wet * (rms_in / rms_out.clamp_min(1e-12));
+  return wet * (valid_rms(x * mask, valid) / valid_rms(wet * mask, valid).clamp_min(1e-12));
 }
 
 AugmentBatch Reverb::apply(const at::Tensor& x, const at::Tensor& lengths,

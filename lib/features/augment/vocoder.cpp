@@ -93,22 +93,26 @@ Vocoder::Analysis Vocoder::analyze(const at::Tensor& x, const at::Tensor& valid,
                                    const at::Tensor& order) const {
   const auto options = x.options();
   const at::Tensor w = hann(window_, options);
-  const at::Tensor spectrum = stft(x, n_fft_, hop_, window_, w);  // (B, F, M)
-  const int64_t frames = spectrum.size(2);
+  // One transform serves both: each window zero-padded to twice the FFT (the autocorrelation
+  // below must not wrap around), whose even bins have the magnitudes of the n_fft-point
+  // transform of the same window (zero-padding interpolates between them).
+  const int64_t n_long = 2 * n_fft_;
+  const at::Tensor power = stft(x, n_long, hop_, window_, w).abs().pow(2);  // (B, n_long/2+1, M)
+  const int64_t frames = power.size(2);
 
   // Envelope: the log magnitude's real cepstrum, coefficients 0..order-1 (and their mirror) kept.
-  const at::Tensor log_magnitude = 0.5 * torch::log(spectrum.abs().pow(2) + 1e-10);
+  const at::Tensor log_magnitude =
+      0.5 * torch::log(power.slice(1, 0, power.size(1), 2) + 1e-10);        // (B, n_fft/2+1, M)
   const at::Tensor cepstrum = torch::fft::irfft(log_magnitude, n_fft_, 1);  // (B, n_fft, M)
   const at::Tensor q = torch::arange(n_fft_, options.dtype(torch::kLong)).unsqueeze(0);
   const at::Tensor keep = order.to(x.device()).unsqueeze(1);
   const at::Tensor lifter = ((q < keep) | (q > n_fft_ - keep)).to(x.scalar_type()).unsqueeze(2);
   const at::Tensor log_envelope = torch::real(torch::fft::rfft(cepstrum * lifter, n_fft_, 1));
 
-  // Pitch: the autocorrelation of each windowed frame (zero-padded: no wrap-around), normalized
-  // and divided by the window's own, searched over the lags of [f0_max, f0_min].
-  const int64_t n_long = 2 * n_fft_;
-  const at::Tensor autocorrelation = torch::fft::irfft(
-      stft(x, n_long, hop_, window_, w).abs().pow(2).to(c10::kComplexFloat), n_long, 1);
+  // Pitch: the autocorrelation of each windowed frame, normalized and divided by the window's
+  // own, searched over the lags of [f0_max, f0_min].
+  const at::Tensor autocorrelation =
+      torch::fft::irfft(power.to(c10::kComplexFloat), n_long, 1);  // (B, n_long, M)
   const at::Tensor w_autocorrelation =
       torch::fft::irfft(torch::fft::rfft(torch::constant_pad_nd(w, {0, n_long - window_}), n_long)
                             .abs()
@@ -220,9 +224,7 @@ AugmentBatch Vocoder::apply(const at::Tensor& x, const at::Tensor& lengths,
           .to(input.scalar_type());
   y = y * mask;
   const at::Tensor count = valid.to(input.scalar_type()).unsqueeze(1);
-  const at::Tensor rms_in = torch::sqrt((input * mask).pow(2).sum(1, true) / count);
-  const at::Tensor rms_out = torch::sqrt(y.pow(2).sum(1, true) / count);
-  y = y * (rms_in / rms_out.clamp_min(1e-12));
+  y = y * (valid_rms(input * mask, count) / valid_rms(y, count).clamp_min(1e-12));
   return {y.to(x.scalar_type()), lengths, {}};
 }
 
