@@ -42,6 +42,7 @@
 #             off, firstN: graphs from the first batch, lazyN: no captures of the shapes seen
 #             so far when captures start, goutN: the optimizer outside the graph, garN: the
 #             ranks' all-reduce and the update inside each graph (MASR_GRAPH_ALLREDUCE=1),
+#             nopadN: batches of new shapes captured, not padded into held graphs (MASR_GRAPH_PAD=0),
 #             oldN: every A/B switch off); base runs the binary
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
@@ -460,6 +461,8 @@ stage_scale() {
     [[ $run == gout* ]] && layout=${run#gout} RUN_ENV="MASR_GRAPH_OPTIMIZER=0"
     # gar: several ranks with the bucketed all-reduce and the update inside each graph.
     [[ $run == gar* ]] && layout=${run#gar} RUN_ENV="MASR_GRAPH_ALLREDUCE=1"
+    # nopad: a batch of a shape without a graph is captured rather than padded into a held one.
+    [[ $run == nopad* ]] && layout=${run#nopad} RUN_ENV="MASR_GRAPH_PAD=0"
     RUN_ENV=$RUN_ENV scale_run "$run" "$bin" "$layout"
   done 2>&1
   python3 bench/ddp_profile.py /tmp/scale/*/ > /tmp/scale/summary.txt 2>&1 || true

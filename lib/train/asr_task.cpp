@@ -3,6 +3,7 @@
 #include "train/asr_task.h"
 
 #include "core/error.h"
+#include "data/batch.h"
 #include "decode/ctc_greedy.h"
 #include "features/registration.h"
 #include "models/module_object.h"
@@ -89,6 +90,42 @@ void AsrBatch::pin_host_memory() {
        {&wav, &wav_rel, &tokens, &tokens_rel, &tokens_bos, &tokens_eos, &tokens_eos_rel}) {
     if (t->defined() && t->is_cpu()) *t = t->contiguous().pin_memory();
   }
+}
+
+AsrBatch AsrBatch::padded_to(int64_t samples, int64_t tokens_len, int64_t pad) const {
+  const int64_t have_samples = wav.size(1), have_tokens = tokens.size(1);
+  if (samples < have_samples || tokens_len < have_tokens) {
+    throw Error(ErrorKind::kInternal, "AsrBatch::padded_to: shorter than the batch");
+  }
+  // Relative lengths as pad_right computes them (data/batch.cpp), from the absolute ones.
+  const auto relative = [](const std::vector<int64_t>& lengths, int64_t add, int64_t max_len) {
+    at::Tensor rel = at::empty({static_cast<int64_t>(lengths.size())}, at::kFloat);
+    float* r = rel.data_ptr<float>();
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      r[i] = static_cast<float>(static_cast<double>(lengths[i] + add) / max_len);
+    }
+    return rel;
+  };
+  const std::vector<int64_t> wav_n = data::absolute_lengths(wav_rel_on_host(), have_samples);
+  const std::vector<int64_t> token_n = data::absolute_lengths(tokens_rel_on_host(), have_tokens);
+  const at::Device device = wav.device();
+  const auto on_device = [&device](const at::Tensor& host) {
+    return device.is_cpu() ? host : runtime::to_device_async(host, device);
+  };
+  AsrBatch b = *this;
+  b.wav = at::constant_pad_nd(wav, {0, samples - have_samples}, 0.0);
+  b.host_wav_rel = relative(wav_n, 0, samples);
+  b.wav_rel = on_device(b.host_wav_rel);
+  b.tokens = at::constant_pad_nd(tokens, {0, tokens_len - have_tokens}, static_cast<double>(pad));
+  b.host_tokens_rel = relative(token_n, 0, tokens_len);
+  b.tokens_rel = on_device(b.host_tokens_rel);
+  if (tokens_bos.defined()) {  // [bos] + tokens and tokens + [eos]: one longer
+    const int64_t more = tokens_len + 1 - tokens_bos.size(1);
+    b.tokens_bos = at::constant_pad_nd(tokens_bos, {0, more}, static_cast<double>(pad));
+    b.tokens_eos = at::constant_pad_nd(tokens_eos, {0, more}, static_cast<double>(pad));
+    b.tokens_eos_rel = on_device(relative(token_n, 1, tokens_len + 1));
+  }
+  return b;
 }
 
 at::Tensor AsrBatch::wav_rel_on_host() const {
@@ -184,6 +221,57 @@ std::vector<at::Tensor> ModelInputs::like(const std::vector<InputSpec>& specs,
                            at::full({batch}, specs[2].sizes[1], on(specs[1]))}));
   for (size_t i = 2; i < specs.size(); ++i) out.push_back(at::ones(specs[i].sizes, on(specs[i])));
   return out;
+}
+
+std::vector<InputSpec> ModelInputs::resized(std::vector<InputSpec> specs, int64_t frames,
+                                            int64_t tokens) {
+  if ((specs.size() != 3 && specs.size() != 6) || specs[0].sizes.size() != 3 ||
+      specs[2].sizes.size() != 2) {
+    throw Error(ErrorKind::kInternal, "ModelInputs::resized: not the shapes of a model's inputs");
+  }
+  specs[0].sizes[1] = frames;
+  specs[2].sizes[1] = tokens;
+  for (size_t i = 3; i < 5 && i < specs.size(); ++i) specs[i].sizes.at(1) = tokens + 1;
+  return specs;
+}
+
+std::optional<std::pair<int64_t, int64_t>> ModelInputs::padding_into(
+    const std::vector<InputSpec>& wanted, const std::vector<std::vector<InputSpec>>& held,
+    double max_frames_ratio, double max_tokens_ratio) {
+  const int64_t frames = wanted.at(0).sizes.at(1), tokens = wanted.at(2).sizes.at(1);
+  std::optional<std::pair<int64_t, int64_t>> best;
+  for (const std::vector<InputSpec>& shape : held) {
+    if (shape.size() != wanted.size() || shape[0].sizes.size() != 3 || shape[2].sizes.size() != 2) {
+      continue;
+    }
+    const std::pair<int64_t, int64_t> size{shape[0].sizes[1], shape[2].sizes[1]};
+    if (size.first < frames || size.second < tokens ||
+        static_cast<double>(size.first) > max_frames_ratio * static_cast<double>(frames) ||
+        static_cast<double>(size.second + 1) > max_tokens_ratio * static_cast<double>(tokens + 1) ||
+        resized(wanted, size.first, size.second) != shape) {
+      continue;
+    }
+    if (!best || size < *best) best = size;
+  }
+  return best;
+}
+
+std::vector<InputSpec> AsrTask::input_specs(int64_t batch, int64_t samples, int64_t tokens) const {
+  if (wav_augment_) return {};  // its rows and lengths are drawn
+  const features::FbankConfig& fbank = fbank_->config();
+  std::vector<InputSpec> specs{{{batch, fbank.num_frames(samples), fbank.n_mels}, at::kFloat},
+                               {{2, batch}, at::kLong},
+                               {{batch, tokens}, at::kLong}};
+  if (kind_ == TaskKind::kS2S) {
+    specs.push_back({{batch, tokens + 1}, at::kLong});
+    specs.push_back({{batch, tokens + 1}, at::kLong});
+    specs.push_back({{batch}, at::kFloat});
+  }
+  return specs;
+}
+
+int64_t AsrTask::samples_for_frames(int64_t frames) const {
+  return std::max<int64_t>(frames - 1, 0) * fbank_->config().hop_samples();
 }
 
 ForwardResult AsrTask::forward(const AsrBatch& batch, bool training, int64_t epoch,

@@ -45,6 +45,10 @@ struct AsrBatch {
   // The tensors in page-locked host memory (LibTorch with CUDA only), so that to() queues their
   // copies to the GPU without first staging them on the calling thread.
   void pin_host_memory();
+  // The batch padded further, to `samples` audio samples (zeros) and `tokens` tokens (tokens
+  // with `pad`, the BOS/EOS sequences to tokens + 1), relative lengths recomputed: the batch that
+  // collate would have made with those padded lengths. Neither may be shorter than the batch's.
+  AsrBatch padded_to(int64_t samples, int64_t tokens, int64_t pad) const;
   // host_wav_rel / host_tokens_rel, or CPU copies of wav_rel / tokens_rel when to() did not run.
   at::Tensor wav_rel_on_host() const;
   at::Tensor tokens_rel_on_host() const;
@@ -89,6 +93,17 @@ struct ModelInputs {
   // zero features, full lengths, token 1 everywhere, relative lengths 1.
   static std::vector<at::Tensor> like(const std::vector<InputSpec>& specs,
                                       const at::Device& device);
+  // The shapes of a list with `frames` feature frames and `tokens` tokens per row, all else as
+  // `specs` (a list's shapes) has it.
+  static std::vector<InputSpec> resized(std::vector<InputSpec> specs, int64_t frames,
+                                        int64_t tokens);
+  // The (frames, tokens) of the smallest shape in `held` that a list of shapes `wanted` can be
+  // padded into: the same but for at least as many frames and tokens, and at most
+  // `max_frames_ratio` times the frames and `max_tokens_ratio` times the BOS/EOS sequences'
+  // length (fewest frames first, then fewest tokens). None if no shape qualifies.
+  static std::optional<std::pair<int64_t, int64_t>> padding_into(
+      const std::vector<InputSpec>& wanted, const std::vector<std::vector<InputSpec>>& held,
+      double max_frames_ratio, double max_tokens_ratio);
 };
 
 // A batch made ready for the model: ModelInputs, and the host-side lengths and row map.
@@ -144,6 +159,14 @@ class AsrTask {
   // model_loss's loss as a function of ModelInputs::list() (what GraphedSteps runs).
   std::function<at::Tensor(const std::vector<at::Tensor>&)> loss_of_inputs(
       const LossOptions& options);
+
+  // The shapes of ModelInputs::list() for a batch of `batch` utterances padded to `samples` and
+  // `tokens` (AsrBatch::tokens' width), when the training augmentation keeps a batch's rows and
+  // length (it has no wav_augment; fea_augment is checked on the actual inputs: AsrTrainTask);
+  // empty otherwise.
+  std::vector<InputSpec> input_specs(int64_t batch, int64_t samples, int64_t tokens) const;
+  // The fewest samples that give `frames` feature frames.
+  int64_t samples_for_frames(int64_t frames) const;
 
   // The file's augment_warmup, or -1 without one.
   int64_t augment_warmup() const { return augment_warmup_; }

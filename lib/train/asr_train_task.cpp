@@ -76,11 +76,21 @@ class AsrTrainTask::Epoch final : public EpochBatches {
         .loss;
   }
 
-  bool split_loss(uint64_t global_index, int64_t optimizer_steps, std::vector<at::Tensor>* inputs,
+  bool split_loss(uint64_t global_index, int64_t optimizer_steps, GraphedSteps* graphs,
+                  std::vector<at::Tensor>* inputs,
                   std::function<at::Tensor(const std::vector<at::Tensor>&)>* loss_fn) override {
+    std::vector<InputSpec> expected;
+    if (graphs != nullptr && !task_.graph_padding_off_) expected = pad_into_graph(*graphs);
     at::Generator generator = generator_for(global_index);
     *inputs = task_.modules_->prepare(batch_, true, epoch_, &generator, optimizer_steps)
                   .inputs.list();
+    if (!expected.empty() && specs_of(*inputs) != expected) {
+      // fea_augment changed the batch's rows or frames: its shape cannot be told beforehand.
+      task_.graph_padding_off_ = true;
+      MASR_LOG_INFO(
+          "train: batches are not padded into the shapes of held CUDA graphs: this recipe's "
+          "augmentation changes a batch's shape");
+    }
     *loss_fn = task_.modules_->loss_of_inputs(task_.loss_options_);
     return true;
   }
@@ -88,6 +98,30 @@ class AsrTrainTask::Epoch final : public EpochBatches {
   double audio_seconds() const override { return batch_.audio_seconds; }
 
  private:
+  // A batch of a shape that no graph holds, padded into the smallest held shape with at most
+  // 6 % more frames and 25 % longer transcripts (2-3 steps of collate's shape grid), as long as
+  // the shape has come fewer than 3 times: a replay of a little more work instead of a capture
+  // (GraphedSteps::note_padded); a shape that keeps coming gets its own graph. The padding is what
+  // a coarser grid would have given. Returns the model inputs' expected shapes (empty where the
+  // augmentation makes them unknown beforehand).
+  std::vector<InputSpec> pad_into_graph(GraphedSteps& graphs) {
+    constexpr double kMaxFramesRatio = 1.06, kMaxTokensRatio = 1.25;
+    constexpr int64_t kPaddedTimes = 2;
+    const AsrTask& modules = *task_.modules_;
+    const int64_t rows = batch_.wav.size(0), tokens = batch_.tokens.size(1);
+    std::vector<InputSpec> wanted = modules.input_specs(rows, batch_.wav.size(1), tokens);
+    if (wanted.empty() || graphs.replays(wanted) || graphs.times_seen(wanted) >= kPaddedTimes) {
+      return wanted;
+    }
+    const auto into = ModelInputs::padding_into(wanted, graphs.replayable_shapes(), kMaxFramesRatio,
+                                                kMaxTokensRatio);
+    if (!into) return wanted;
+    graphs.note_padded(wanted);
+    const int64_t samples = std::max(batch_.wav.size(1), modules.samples_for_frames(into->first));
+    batch_ = batch_.padded_to(samples, into->second, task_.config().pad_index);
+    return modules.input_specs(rows, samples, into->second);
+  }
+
   // The augmentation's generator for the batch at `global_index` of the epoch (over the ranks).
   at::Generator generator_for(uint64_t global_index) const {
     return features::make_generator(mix_seed(static_cast<uint64_t>(task_.config().seed),

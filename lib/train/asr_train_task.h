@@ -51,6 +51,9 @@ class AsrTrainTask final : public TrainTask {
   std::shared_ptr<const audio::SpeedPerturb> speed_perturb_;
   std::shared_ptr<const audio::PadSilence> pad_silence_;
   std::string perturbations_;  // "; <summary>" of each, for describe()
+  // Set when the augmentation turned out to change a batch's shape: no padding into the shapes
+  // of held CUDA graphs from then on (Epoch::pad_into_graph).
+  bool graph_padding_off_ = false;
 };
 
 }  // namespace masr::train

@@ -102,12 +102,12 @@ bool parse_key(const std::string& key, double* divisor, std::vector<InputSpec>* 
 
 #ifdef MASR_GRAPH_CAPTURE
 // The shapes and dtypes of the inputs, and the divisor: what a graph is specific to.
-std::string key_of(const std::vector<at::Tensor>& inputs, double divisor) {
+std::string key_of(const std::vector<InputSpec>& specs, double divisor) {
   std::string key = string_printf("/%a", divisor);
-  for (const at::Tensor& t : inputs) {
+  for (const InputSpec& spec : specs) {
     key += '|';
-    key += c10::toString(t.scalar_type());
-    for (const int64_t s : t.sizes()) key += ',' + std::to_string(s);
+    key += c10::toString(spec.dtype);
+    for (const int64_t s : spec.sizes) key += ',' + std::to_string(s);
   }
   return key;
 }
@@ -129,13 +129,19 @@ class AutocastCacheOff {
 
 }  // namespace
 
+std::vector<InputSpec> specs_of(const std::vector<at::Tensor>& tensors) {
+  std::vector<InputSpec> specs;
+  for (const at::Tensor& t : tensors) specs.push_back({t.sizes().vec(), t.scalar_type()});
+  return specs;
+}
+
 std::string GraphStats::to_string() const {
   return string_printf(
       "CUDA graphs: %lld batches replayed, %lld captured, %lld eager; %lld batch shapes, "
-      "%lld graphs held, %lld dropped",
+      "%lld graphs held, %lld dropped; %lld batches padded into a held graph's shape",
       static_cast<long long>(replayed), static_cast<long long>(captured),
       static_cast<long long>(eager), static_cast<long long>(shapes), static_cast<long long>(graphs),
-      static_cast<long long>(dropped));
+      static_cast<long long>(dropped), static_cast<long long>(padded));
 }
 
 struct GraphedSteps::Impl {
@@ -202,7 +208,8 @@ struct GraphedSteps::Impl {
 
 #ifdef MASR_GRAPH_CAPTURE
   struct Entry {
-    int64_t seen = 0;
+    int64_t seen = 0;    // batches run as this shape
+    int64_t padded = 0;  // batches of this shape padded into another (note_padded)
     uint64_t last_use = 0;
     std::unique_ptr<at::cuda::CUDAGraph> graph;
     std::vector<InputSpec> specs;  // the inputs' shapes (from the key)
@@ -222,6 +229,13 @@ struct GraphedSteps::Impl {
   InputsLike inputs_like;     // set_inputs_like
   bool broken = false;        // a capture failed: eager from then on
   uint64_t clock = 0;
+  std::optional<double> last_divisor;  // the divisor of the last graphed step
+
+  // Whether the next graphed step replays e (its graph is held, or the pending capture of the
+  // shapes seen so far makes one: that capture takes every entry, as the graph limit allows).
+  bool will_replay(const Entry& e) const {
+    return capturing && !broken && (e.graph || (capture_seen && inputs_like));
+  }
 
   void drop(Entry& e) {
     e.graph.reset();
@@ -424,7 +438,8 @@ struct GraphedSteps::Impl {
         return run(inputs, fn, divisor, /*add=*/true);
       }
     }
-    Entry& e = entry(key_of(inputs, divisor));
+    last_divisor = divisor;
+    Entry& e = entry(key_of(specs_of(inputs), divisor));
     e.last_use = ++clock;
     ++e.seen;
     // Capturing off (a run's first epoch): op by op. On, a shape without a graph is captured
@@ -510,6 +525,55 @@ void GraphedSteps::add_shape_keys(const std::vector<std::string>& keys) {
 }
 
 bool GraphedSteps::split_requested() { return graphs_setting() == "split"; }
+
+bool GraphedSteps::pads_new_shapes() { return !env_is("MASR_GRAPH_PAD", "0"); }
+
+std::vector<std::vector<InputSpec>> GraphedSteps::replayable_shapes() const {
+  std::vector<std::vector<InputSpec>> out;
+#ifdef MASR_GRAPH_CAPTURE
+  const Impl& m = *impl_;
+  if (!m.last_divisor) return out;
+  for (const auto& [key, e] : m.entries) {
+    if (e.divisor == *m.last_divisor && m.will_replay(e)) out.push_back(e.specs);
+  }
+#endif
+  return out;
+}
+
+bool GraphedSteps::replays(const std::vector<InputSpec>& specs) const {
+#ifdef MASR_GRAPH_CAPTURE
+  const Impl& m = *impl_;
+  if (!m.last_divisor) return false;
+  const auto it = m.entries.find(key_of(specs, *m.last_divisor));
+  return it != m.entries.end() && m.will_replay(it->second);
+#else
+  (void)specs;
+  return false;
+#endif
+}
+
+int64_t GraphedSteps::times_seen(const std::vector<InputSpec>& specs) const {
+#ifdef MASR_GRAPH_CAPTURE
+  const Impl& m = *impl_;
+  if (!m.last_divisor) return 0;
+  const auto it = m.entries.find(key_of(specs, *m.last_divisor));
+  return it != m.entries.end() ? it->second.seen + it->second.padded : 0;
+#else
+  (void)specs;
+  return 0;
+#endif
+}
+
+void GraphedSteps::note_padded(const std::vector<InputSpec>& specs) {
+  Impl& m = *impl_;
+  ++m.stats.padded;
+#ifdef MASR_GRAPH_CAPTURE
+  if (!m.last_divisor) return;
+  ++m.entry(key_of(specs, *m.last_divisor)).padded;
+#else
+  (void)specs;
+#endif
+}
 
 bool GraphedSteps::parse_shape_key(const std::string& key, double* divisor,
                                    std::vector<InputSpec>* specs) {

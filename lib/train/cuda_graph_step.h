@@ -14,7 +14,9 @@
 // captured at once, before its first batch (on every rank at the same step, with the shapes of
 // every rank: captures spread over an epoch would each stall the other ranks at the all-reduce),
 // and a shape new after that is captured when it comes (MASR_CUDA_GRAPHS=1: captures from the
-// first batch). Graphs live as long as the run. They share one memory pool and one set of input
+// first batch). Once graphs are held, a batch of a shape none holds may instead be padded into a
+// held graph's shape (replayable_shapes, below: AsrTrainTask pads with at most 6 % more frames).
+// Graphs live as long as the run. They share one memory pool and one set of input
 // buffers (as large as the largest batch so far) and loss scalar: graphs replay one at a time,
 // and nothing a replay leaves in the pool is read by another, so a graph costs little beyond
 // its nodes. Gradients accumulate into flat buffers, one per parameter dtype, of which every
@@ -62,7 +64,11 @@ namespace masr::train {
 struct InputSpec {
   std::vector<int64_t> sizes;
   at::ScalarType dtype = at::kFloat;
+  bool operator==(const InputSpec& o) const { return sizes == o.sizes && dtype == o.dtype; }
+  bool operator!=(const InputSpec& o) const { return !(*this == o); }
 };
+// The shapes and dtypes of `tensors`.
+std::vector<InputSpec> specs_of(const std::vector<at::Tensor>& tensors);
 // Inputs of the given shapes, on `device`, with values a step can run on (lengths and indices in
 // range): what captures run with when no batch of a shape is at hand.
 using InputsLike =
@@ -75,6 +81,7 @@ struct GraphStats {
   int64_t dropped = 0;   // graphs dropped (the MASR_CUDA_GRAPHS_MAX limit, a larger batch)
   int64_t graphs = 0;    // graphs held now
   int64_t shapes = 0;    // distinct sets of input shapes seen (CUDA builds)
+  int64_t padded = 0;    // batches padded into a held graph's shape (note_padded)
   std::string to_string() const;
 };
 
@@ -134,6 +141,25 @@ class GraphedSteps {
   void add_shape_keys(const std::vector<std::string>& keys);
   // Every shape key seen, with the batches of it so far (CUDA builds; empty elsewhere).
   std::vector<std::pair<std::string, int64_t>> shape_counts() const;
+  // Padding a batch into a held graph's shape. A shape met for the first time once capturing is
+  // on costs a capture (1.7-2.5 times a replayed step on H200s, and with several ranks every other
+  // rank waits for it); the same batch padded a little further, into a shape a graph holds, costs
+  // a replay of a few percent more work. A task that can pad its batches (AsrTrainTask: audio with
+  // zeros, transcripts with the pad token, exactly the padding a coarser grid would have given)
+  // asks replays() for its batch's shape, and if not, pads into one of replayable_shapes() and
+  // calls note_padded(): a shape that keeps coming (times_seen) then gets its own graph.
+  // The shapes of the graphs held now, and of those the pending capture of the shapes seen so far
+  // will make (set_capturing), at the divisor of the last step; none while capturing is off or
+  // in builds that do not capture.
+  std::vector<std::vector<InputSpec>> replayable_shapes() const;
+  // Whether a batch of `specs` would replay a graph (at the last step's divisor).
+  bool replays(const std::vector<InputSpec>& specs) const;
+  // Batches of `specs` so far: run as that shape, or padded into another (note_padded).
+  int64_t times_seen(const std::vector<InputSpec>& specs) const;
+  void note_padded(const std::vector<InputSpec>& specs);
+  // MASR_GRAPH_PAD=0: never pad (each new shape is captured when it comes); an A/B switch.
+  static bool pads_new_shapes();
+
   // A shape key's divisor and input shapes back (false if `key` is not one).
   static bool parse_shape_key(const std::string& key, double* divisor,
                               std::vector<InputSpec>* specs);

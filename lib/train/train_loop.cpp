@@ -511,7 +511,8 @@ void TrainLoop::train_batch(EpochBatches& batches, size_t index) {
     GraphedSteps::LossFn loss_fn;
     {
       runtime::AutocastGuard autocast(device_, config_.precision);
-      split = batches.split_loss(global_index, stepper_->steps(), &inputs, &loss_fn);
+      GraphedSteps* pad_into = GraphedSteps::pads_new_shapes() ? graphs_.get() : nullptr;
+      split = batches.split_loss(global_index, stepper_->steps(), pad_into, &inputs, &loss_fn);
       if (split) stepped = stepper_->backward_graphed(*graphs_, std::move(inputs), loss_fn, &loss);
     }
     if (!split) {

@@ -50,9 +50,11 @@ class EpochBatches {
   // loss() in two parts, for CUDA-graph replay (train/cuda_graph_step.h): what it runs before
   // the model (features, augmentation, lengths) runs here, and the model's device inputs come
   // back in `inputs`; `loss_fn` computes the loss from them alone. False, with nothing run,
-  // where the task has no such split (then loss() serves).
+  // where the task has no such split (then loss() serves). `graphs` (may be null): the graphs
+  // that will run the step, into whose held shapes a task may pad a batch of a shape they do
+  // not hold (GraphedSteps::replays).
   virtual bool split_loss(uint64_t /*global_index*/, int64_t /*optimizer_steps*/,
-                          std::vector<at::Tensor>* /*inputs*/,
+                          GraphedSteps* /*graphs*/, std::vector<at::Tensor>* /*inputs*/,
                           std::function<at::Tensor(const std::vector<at::Tensor>&)>* /*loss_fn*/) {
     return false;
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../models/repo_hparams.h"
+#include "data/batch.h"
 #include "hparams/hparams.h"
 #include "padded_batch.h"
 #include "runtime/autocast.h"
@@ -34,6 +35,7 @@
 #include "train/optimizer.h"
 #include "train/optimizer_stepper.h"
 #include "train/train_config.h"
+#include "train/train_data.h"
 
 using masr::train::AsrBatch;
 using masr::train::AsrTask;
@@ -196,6 +198,123 @@ TEST_CASE("ModelInputs::like makes inputs of given shapes that a step runs on", 
   const at::Tensor loss = task.loss_of_inputs(options)(like);
   CHECK(loss.dim() == 0);
   CHECK_THROWS(ModelInputs::like({specs[0]}, at::kCPU));
+}
+
+// AsrBatch::padded_to (CUDA-graph training pads a batch of a new shape into a held graph's):
+// exactly the tensors collate makes when it pads to those lengths (data::pad_right), the model
+// inputs' shapes known beforehand (AsrTask::input_specs), and the same loss as unpadded.
+TEST_CASE("a batch padded further is the batch collate makes at those lengths", "[train]") {
+  masr::toolkit::register_all();
+  masr::train::TrainConfig config;
+  config.bos_index = 1;
+  config.eos_index = 2;
+  config.pad_index = 0;
+  torch::manual_seed(5);
+  std::vector<masr::train::Utterance> items;
+  for (const auto& [samples, tokens] :
+       std::vector<std::pair<int64_t, int64_t>>{{20011, 7}, {12345, 4}, {16000, 9}}) {
+    masr::train::Utterance u;
+    u.id = "u" + std::to_string(samples);
+    u.words = "x";
+    const at::Tensor wav = torch::randn({samples}) * 0.1;
+    u.samples.assign(wav.data_ptr<float>(), wav.data_ptr<float>() + samples);
+    for (int64_t i = 0; i < tokens; ++i) u.tokens.push_back(3 + (i * 7 + samples) % 25);
+    items.push_back(u);
+  }
+  const AsrBatch plain = masr::train::collate(items, 16000, config);
+  REQUIRE(plain.wav.size(1) == 20011);
+  REQUIRE(plain.tokens.size(1) == 9);
+  const int64_t samples = 20011 + 3 * 160 + 37, tokens = 13;
+  const AsrBatch padded = plain.padded_to(samples, tokens, config.pad_index);
+  // What collate does at those padded lengths.
+  std::vector<at::Tensor> wavs;
+  std::vector<std::vector<int64_t>> toks, bos, eos;
+  for (const auto& u : items) {
+    wavs.push_back(torch::tensor(u.samples));
+    toks.push_back(u.tokens);
+    bos.push_back(u.tokens);
+    bos.back().insert(bos.back().begin(), 1);
+    eos.push_back(u.tokens);
+    eos.back().push_back(2);
+  }
+  const auto wav = masr::data::pad_right(wavs, 0.0, samples);
+  const auto tok = masr::data::pad_sequences(toks, 0, tokens);
+  const auto tok_bos = masr::data::pad_sequences(bos, 0, tokens + 1);
+  const auto tok_eos = masr::data::pad_sequences(eos, 0, tokens + 1);
+  CHECK(padded.wav.equal(wav.data));
+  CHECK(padded.wav_rel.equal(wav.lengths));
+  CHECK(padded.wav_rel_on_host().equal(wav.lengths));
+  CHECK(padded.tokens.equal(tok.data));
+  CHECK(padded.tokens_rel.equal(tok.lengths));
+  CHECK(padded.tokens_rel_on_host().equal(tok.lengths));
+  CHECK(padded.tokens_bos.equal(tok_bos.data));
+  CHECK(padded.tokens_eos.equal(tok_eos.data));
+  CHECK(padded.tokens_eos_rel.equal(tok_eos.lengths));
+  CHECK(padded.ids == plain.ids);
+  CHECK(padded.audio_seconds == plain.audio_seconds);
+  CHECK_THROWS(plain.padded_to(20000, tokens, 0));
+  CHECK_THROWS(plain.padded_to(samples, 8, 0));
+
+  // The inputs' shapes before the features, and the loss of the padded batch (its padding is
+  // masked: the batch-invariance tests' tolerance).
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  const auto options = loss_options();
+  prepare_task(task, options);
+  for (const AsrBatch* batch : {&plain, &padded}) {
+    const std::vector<InputSpec> expected =
+        task.input_specs(3, batch->wav.size(1), batch->tokens.size(1));
+    CHECK((masr::train::specs_of(inputs_of(task, *batch)) == expected));
+  }
+  CHECK(task.input_specs(3, samples, tokens)[0].sizes[1] == 1 + samples / 160);
+  CHECK(task.samples_for_frames(129) == 128 * 160);
+  const double a = task.forward(plain, true, 100, nullptr, options).loss.item<double>();
+  const double b = task.forward(padded, true, 100, nullptr, options).loss.item<double>();
+  INFO("loss " << a << " unpadded, " << b << " padded");
+  CHECK(std::abs(a - b) <= 1e-4 * std::abs(a));
+  // A recipe whose wav_augment draws rows and lengths: no shapes beforehand.
+  masr::hparams::LoadOptions bundle_options;
+  bundle_options.placeholder_value = "unused";
+  const auto bundle = masr::test::load_repo_hparams("hparams/S2S/conmamba_synth_bundle.yaml",
+                                                    bundle_options, false);
+  CHECK(AsrTask(bundle).input_specs(3, samples, tokens).empty());
+}
+
+TEST_CASE("the held graph shape a batch is padded into", "[train]") {
+  // Inputs of an S2S step: feats (B, T, 80), lengths (2, B), tokens (B, U), BOS and EOS
+  // sequences (B, U + 1), their relative lengths (B).
+  auto s2s = [](int64_t batch, int64_t frames, int64_t tokens) {
+    return std::vector<InputSpec>{
+        {{batch, frames, 80}, at::kFloat}, {{2, batch}, at::kLong},
+        {{batch, tokens}, at::kLong},      {{batch, tokens + 1}, at::kLong},
+        {{batch, tokens + 1}, at::kLong},  {{batch}, at::kFloat}};
+  };
+  using Size = std::pair<int64_t, int64_t>;
+  const std::vector<InputSpec> wanted = s2s(20, 1000, 39);  // 40 BOS/EOS tokens
+  CHECK((ModelInputs::resized(wanted, 1040, 47) == s2s(20, 1040, 47)));
+  auto into = [&](const std::vector<std::vector<InputSpec>>& held) {
+    return ModelInputs::padding_into(wanted, held, 1.06, 1.25);
+  };
+  CHECK_FALSE(into({}).has_value());
+  CHECK(into({s2s(20, 1000, 39)}) == Size{1000, 39});  // its own shape qualifies
+  CHECK(into({s2s(20, 1060, 49)}) == Size{1060, 49});  // 6 % more frames, 25 % more tokens
+  CHECK_FALSE(into({s2s(20, 1061, 39)}).has_value());  // more than 6 % more frames
+  CHECK_FALSE(into({s2s(20, 1000, 50)}).has_value());  // 51 of 40: more than 25 %
+  CHECK_FALSE(into({s2s(20, 999, 47)}).has_value());   // fewer frames
+  CHECK_FALSE(into({s2s(20, 1020, 38)}).has_value());  // fewer tokens
+  CHECK_FALSE(into({s2s(21, 1020, 39)}).has_value());  // another batch size
+  std::vector<InputSpec> other_type = s2s(20, 1020, 39);
+  other_type[0].dtype = at::kBFloat16;
+  CHECK_FALSE(into({other_type}).has_value());
+  std::vector<InputSpec> ctc(wanted.begin(), wanted.begin() + 3);
+  CHECK_FALSE(into({ctc}).has_value());  // a CTC step's three inputs
+  // The fewest frames first, then the fewest tokens.
+  CHECK(into({s2s(20, 1050, 40), s2s(20, 1020, 47), s2s(20, 1020, 41), s2s(21, 1000, 39)}) ==
+        Size{1020, 41});
+  // A CTC step pads its three inputs the same way.
+  const std::vector<InputSpec> ctc_wanted(wanted.begin(), wanted.begin() + 3);
+  std::vector<InputSpec> ctc_held = ModelInputs::resized(ctc_wanted, 1010, 45);
+  CHECK(ModelInputs::padding_into(ctc_wanted, {ctc_held}, 1.06, 1.25) == Size{1010, 45});
 }
 
 TEST_CASE("GraphedSteps accumulates the gradients backward() does, into flat buffers", "[train]") {
@@ -506,6 +625,59 @@ TEST_CASE("turning capturing on captures the shapes seen so far, and those other
   CHECK(s.replayed == 3);
   CHECK(s.eager == 2);
   CHECK(s.graphs == 3);
+}
+
+TEST_CASE(
+    "a batch of a new shape padded into a held graph's replays it: its own loss and gradients",
+    "[.cuda]") {
+  if (!torch::cuda::is_available()) FAIL("no CUDA device");
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  const at::Device cuda(at::kCUDA, 0);
+  task.to(cuda);
+  const auto options = loss_options();
+  prepare_task(task, options);
+  const std::vector<at::Tensor> params = task.parameters();
+  const auto fn = task.loss_of_inputs(options);
+  GraphedSteps graphed(params, /*capture=*/true);
+  GraphedSteps eager(params, /*capture=*/false);
+  graphed.set_capturing(true);
+  const AsrBatch big = random_batch(3, 24000, 8, 300).to(cuda);
+  const std::vector<at::Tensor> big_inputs = inputs_of(task, big);
+  check_same_step(eager, graphed, params, big_inputs, fn, 1e-5);  // captured
+  REQUIRE(graphed.stats().captured == 1);
+  CHECK(graphed.replays(masr::train::specs_of(big_inputs)));
+  // 23,000 samples and 7 tokens: 144 frames where the graph has 151, 8 BOS tokens of its 9.
+  const AsrBatch small = random_batch(3, 23000, 7, 301).to(cuda);
+  const std::vector<InputSpec> wanted =
+      task.input_specs(3, small.wav.size(1), small.tokens.size(1));
+  CHECK((masr::train::specs_of(inputs_of(task, small)) == wanted));
+  CHECK_FALSE(graphed.replays(wanted));
+  CHECK(graphed.times_seen(wanted) == 0);
+  const auto held = graphed.replayable_shapes();
+  REQUIRE(held.size() == 1);
+  const auto into = ModelInputs::padding_into(wanted, held, 1.06, 1.25);
+  REQUIRE(into.has_value());
+  CHECK(*into == std::make_pair(big_inputs[0].size(1), big_inputs[2].size(1)));
+  const AsrBatch padded = small.padded_to(
+      std::max(small.wav.size(1), task.samples_for_frames(into->first)), into->second, 0);
+  graphed.note_padded(wanted);
+  CHECK(graphed.times_seen(wanted) == 1);
+  drop_grads(params);
+  const double l1 = eager.forward_backward(inputs_of(task, small), fn, 1.0, true).item<double>();
+  const std::vector<at::Tensor> want = grads_of(params);
+  drop_grads(params);
+  const double l2 = graphed.forward_backward(inputs_of(task, padded), fn, 1.0, true).item<double>();
+  const std::vector<at::Tensor> got = grads_of(params);
+  const masr::train::GraphStats s = graphed.stats();
+  INFO(s.to_string() << "; loss " << l1 << " unpadded op by op, " << l2 << " padded, replayed");
+  CHECK(s.captured == 1);
+  CHECK(s.replayed == 1);
+  CHECK(s.padded == 1);
+  // The batch-invariance tests' tolerances: padding moves results by summation order alone.
+  CHECK(std::abs(l1 - l2) <= 1e-4 * std::abs(l1));
+  CHECK(relative_difference(got, want) <= 1e-3);
 }
 
 TEST_CASE("a CUDA graph with the optimizer's update inside trains as the steps op by op do",
