@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -46,9 +47,7 @@ std::vector<float> PadSilence::apply(const std::vector<float>& samples, int64_t 
   return out;
 }
 
-PadSilence::Result PadSilence::operator()(const std::vector<float>& samples,
-                                          std::mt19937_64& rng) const {
-  Result result;
+std::pair<int64_t, int64_t> PadSilence::draw(std::mt19937_64& rng) const {
   // The three draws are always made, so later choices from `rng` do not depend on this one.
   const bool pad = std::uniform_real_distribution<double>(0.0, 1.0)(rng) < config_.prob;
   const auto margin = [&](double seconds) {
@@ -57,10 +56,13 @@ PadSilence::Result PadSilence::operator()(const std::vector<float>& samples,
   };
   const int64_t lead = margin(config_.max_lead);
   const int64_t tail = margin(config_.max_tail);
-  if (pad) {
-    result.lead = lead;
-    result.tail = tail;
-  }
+  return pad ? std::make_pair(lead, tail) : std::make_pair<int64_t, int64_t>(0, 0);
+}
+
+PadSilence::Result PadSilence::operator()(const std::vector<float>& samples,
+                                          std::mt19937_64& rng) const {
+  Result result;
+  std::tie(result.lead, result.tail) = draw(rng);
   result.samples = apply(samples, result.lead, result.tail);
   return result;
 }

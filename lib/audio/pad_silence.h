@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace masr::audio {
@@ -35,6 +36,8 @@ class PadSilence {
   // Draws whether to pad, then each margin uniformly in whole samples, from `rng`; a seeded
   // generator reproduces the choice.
   Result operator()(const std::vector<float>& samples, std::mt19937_64& rng) const;
+  // The margins operator() draws from `rng` (lead, tail; both 0 when it does not pad).
+  std::pair<int64_t, int64_t> draw(std::mt19937_64& rng) const;
   // Deterministic: `lead` zeros, the samples, `tail` zeros.
   static std::vector<float> apply(const std::vector<float>& samples, int64_t lead, int64_t tail);
 

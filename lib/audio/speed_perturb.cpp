@@ -31,11 +31,15 @@ std::vector<float> SpeedPerturb::apply(const std::vector<float>& samples, int sp
   return resample(samples, config_.orig_freq, new_freq);
 }
 
+int SpeedPerturb::draw(std::mt19937_64& rng) const {
+  std::uniform_int_distribution<size_t> pick(0, config_.speeds.size() - 1);
+  return config_.speeds[pick(rng)];
+}
+
 SpeedPerturb::Result SpeedPerturb::operator()(const std::vector<float>& samples,
                                               std::mt19937_64& rng) const {
-  std::uniform_int_distribution<size_t> pick(0, config_.speeds.size() - 1);
   Result result;
-  result.speed = config_.speeds[pick(rng)];
+  result.speed = draw(rng);
   result.samples = apply(samples, result.speed);
   return result;
 }

@@ -27,6 +27,8 @@ class SpeedPerturb {
     std::vector<float> samples;
   };
   Result operator()(const std::vector<float>& samples, std::mt19937_64& rng) const;
+  // The speed operator() draws from `rng` (the same draw: a planner can tell lengths beforehand).
+  int draw(std::mt19937_64& rng) const;
   // Deterministic: resamples at the given speed (percent).
   std::vector<float> apply(const std::vector<float>& samples, int speed) const;
 

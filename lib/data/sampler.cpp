@@ -122,6 +122,12 @@ DynamicBatchSampler::DynamicBatchSampler(std::vector<double> lengths, DynamicBat
                                          int64_t epoch)
     : lengths_(std::move(lengths)), options_(std::move(options)), epoch_(epoch) {
   options_.validate();
+  if (!options_.cost_lengths.empty() && options_.cost_lengths.size() != lengths_.size()) {
+    throw Error(ErrorKind::kInternal, "DynamicBatchSampler: " +
+                                          std::to_string(options_.cost_lengths.size()) +
+                                          " cost lengths for " + std::to_string(lengths_.size()) +
+                                          " examples");
+  }
   boundaries_ = options_.bucket_boundaries.empty()
                     ? lognormal_bucket_boundaries(options_.max_batch_length, options_.num_buckets)
                     : options_.bucket_boundaries;
@@ -179,7 +185,9 @@ void DynamicBatchSampler::generate() {
     if (options_.step_round > 1) {
       std::vector<double> cost;
       cost.reserve(batches_.size());
-      for (const Batch& b : batches_) cost.push_back(padded_length(b, lengths_));
+      const std::vector<double>& by =
+          options_.cost_lengths.empty() ? lengths_ : options_.cost_lengths;
+      for (const Batch& b : batches_) cost.push_back(padded_length(b, by));
       batches_ = group_rounds_by_cost(std::move(batches_), cost, options_.step_round);
     }
   } else {

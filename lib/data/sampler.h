@@ -32,6 +32,10 @@ struct DynamicBatchOptions {
   // length), so that no rank of a step waits long for the slowest at the gradient all-reduce
   // (group_rounds_by_cost). 1: SpeechBrain's order.
   size_t step_round = 1;
+  // The lengths the rounds' costs are computed from, one per example, when they differ from
+  // those the batches are made from (the lengths as trained: after speed perturbation, which
+  // moves an utterance by 5 %; the batches stay SpeechBrain's); empty: the same lengths.
+  std::vector<double> cost_lengths;
 
   void validate() const;  // config errors name the field
 };

@@ -175,6 +175,18 @@ void AsrTrainTask::load(const TaskContext& context) {
   perturbations_ += modules_->augmentation_summary();
 }
 
+std::vector<double> AsrTrainTask::trained_lengths(int64_t epoch) const {
+  if (!speed_perturb_ && !pad_silence_) return {};
+  const UtteranceMaker maker(tokenizer_, config().sample_rate, speed_perturb_,
+                             static_cast<uint64_t>(config().seed), pad_silence_);
+  std::vector<double> lengths;
+  lengths.reserve(train_set_.rows.size());
+  for (const data::ManifestRow& row : train_set_.rows) {
+    lengths.push_back(maker.trained_seconds(row, epoch));
+  }
+  return lengths;
+}
+
 std::string AsrTrainTask::describe() const {
   char line[160];
   std::snprintf(line, sizeof(line), "%s; %zu training utterances (%.1f h), %zu validation",

@@ -25,6 +25,7 @@ class AsrTrainTask final : public TrainTask {
   void load(const TaskContext& context) override;
   std::string describe() const override;
   const data::Manifest& train_set() const override { return train_set_; }
+  std::vector<double> trained_lengths(int64_t epoch) const override;
   std::vector<at::Tensor> parameters() const override { return modules_->parameters(); }
   InputsLike graph_inputs_like() const override { return &ModelInputs::like; }
   void set_training(bool on) override { modules_->train(on); }

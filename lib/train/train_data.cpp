@@ -151,6 +151,7 @@ Utterance UtteranceMaker::operator()(const data::ManifestRow& row, bool training
     throw Error(e.kind(), row.source + ": utterance '" + row.id + "': " + e.what());
   }
   if (training && (speed_perturb_ || pad_silence_)) {
+    // trained_seconds makes the same draws from the same generator.
     std::mt19937_64 rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), hash_string(row.id)}));
     if (speed_perturb_) u.samples = (*speed_perturb_)(u.samples, rng).samples;
     if (pad_silence_) u.samples = (*pad_silence_)(u.samples, rng).samples;
@@ -160,6 +161,18 @@ Utterance UtteranceMaker::operator()(const data::ManifestRow& row, bool training
     throw_input_error(row.source + ": utterance '" + row.id + "' has no tokens (empty wrd)");
   }
   return u;
+}
+
+double UtteranceMaker::trained_seconds(const data::ManifestRow& row, int64_t epoch) const {
+  double seconds = row.duration;
+  if (!speed_perturb_ && !pad_silence_) return seconds;
+  std::mt19937_64 rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), hash_string(row.id)}));
+  if (speed_perturb_) seconds *= speed_perturb_->draw(rng) / 100.0;  // resampled to speed %
+  if (pad_silence_) {
+    const auto [lead, tail] = pad_silence_->draw(rng);
+    seconds += static_cast<double>(lead + tail) / pad_silence_->config().sample_rate;
+  }
+  return seconds;
 }
 
 std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const BatchingConfig& config,

@@ -49,6 +49,10 @@ class UtteranceMaker {
                  std::shared_ptr<const audio::SpeedPerturb> speed_perturb, uint64_t seed,
                  std::shared_ptr<const audio::PadSilence> pad_silence = nullptr);
   Utterance operator()(const data::ManifestRow& row, bool training, int64_t epoch) const;
+  // The seconds of audio operator() makes of `row` in training at `epoch`, from its manifest
+  // duration and the same draws (speed perturbation, silence), without reading the audio: within
+  // a resampling's rounding of the real length when the duration is the file's.
+  double trained_seconds(const data::ManifestRow& row, int64_t epoch) const;
 
  private:
   std::shared_ptr<const text::Tokenizer> tokenizer_;

@@ -315,7 +315,12 @@ void TrainLoop::write_batch_shapes(int64_t epoch) {
 }
 
 bool TrainLoop::train_epoch(int64_t epoch) {
-  const auto plan = epoch_batches(task_->train_set(), config_.train_batching, epoch,
+  // A step's batches of similar cost as trained (speed perturbation moves lengths by 5 %).
+  BatchingConfig batching = config_.train_batching;
+  if (batching.dynamic && batching.dynamic_options.step_round > 1) {
+    batching.dynamic_options.cost_lengths = task_->trained_lengths(epoch);
+  }
+  const auto plan = epoch_batches(task_->train_set(), batching, epoch,
                                   parallel_->rank(), parallel_->world_size());
   const size_t start = static_cast<size_t>(pos_.batch);
   if (start > plan.size()) {

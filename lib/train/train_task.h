@@ -77,6 +77,9 @@ class TrainTask {
 
   // The examples the epoch batch plans are drawn from (durations in seconds or in tokens).
   virtual const data::Manifest& train_set() const = 0;
+  // Each example's length as epoch `epoch` trains it (after perturbations that change it), for
+  // the cost of a step's batches (DynamicBatchOptions::cost_lengths); empty: train_set()'s.
+  virtual std::vector<double> trained_lengths(int64_t /*epoch*/) const { return {}; }
   virtual std::vector<at::Tensor> parameters() const = 0;
   // Placeholder inputs of split_loss's loss_fn for given shapes (CUDA-graph captures of shapes
   // not at hand); empty where the task has no split.

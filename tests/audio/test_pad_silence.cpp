@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "../text/text_corpus.h"
 #include "audio/audio_reader.h"
@@ -168,4 +169,55 @@ TEST_CASE("training items get hparams pad_silence; validation items do not", "[a
                                              "    max_lead: 0.3\n    max_tial: 0.2\n",
                                              {}, "typo.yaml"),
                     Catch::Contains("max_tial"));
+}
+
+// The planner's view of a training item's length (UtteranceMaker::trained_seconds, the cost of a
+// data-parallel step's batches): the same draws as the item itself, without reading the audio.
+TEST_CASE("trained_seconds is the length of the training item the maker makes", "[audio][train]") {
+  masr::testing::TempDir dir("trained_seconds");
+  masr::text::TokenizerTrainOptions options;
+  options.model_type = "char";
+  auto tok = std::make_shared<const masr::text::Tokenizer>(masr::text::Tokenizer::train(
+      masr::testing::librispeech_like_sentences(200), dir.file("31_char"), options));
+  masr::toolkit::register_all();
+  const auto hp = masr::hparams::load_text(
+      "speed_perturb: !new:speechbrain.augment.time_domain.SpeedPerturb\n"
+      "    orig_freq: 16000\n"
+      "    speeds: [95, 100, 105]\n"
+      "pad_silence: !new:mamba_asr.PadSilence\n"
+      "    max_lead: 0.3\n"
+      "    max_tail: 0.2\n"
+      "    prob: 0.5\n",
+      {}, "perturb.yaml");
+  const auto speed = masr::train::speed_perturb_of(hp);
+  const auto pad = masr::train::pad_silence_of(hp);
+  REQUIRE(speed != nullptr);
+  std::vector<masr::data::ManifestRow> rows;
+  for (int i = 0; i < 4; ++i) {
+    masr::data::ManifestRow row;
+    row.id = "utt" + std::to_string(i);
+    row.wav = dir.file(row.id + ".wav");
+    row.wrd = "THE CAT";
+    const size_t n = 12000 + 3001 * static_cast<size_t>(i);
+    masr::audio::write_audio(row.wav, ramp(n), 16000);
+    row.duration = static_cast<double>(n) / 16000;
+    rows.push_back(row);
+  }
+  for (const auto& [with_speed, with_pad] : {std::pair{true, false}, {false, true}, {true, true}}) {
+    const masr::train::UtteranceMaker maker(tok, 16000, with_speed ? speed : nullptr, 42,
+                                            with_pad ? pad : nullptr);
+    std::set<long> seen;  // lengths differ between draws: the draws are exercised
+    for (int64_t epoch = 1; epoch <= 5; ++epoch) {
+      for (const auto& row : rows) {
+        const double made = static_cast<double>(maker(row, true, epoch).samples.size()) / 16000;
+        const double told = maker.trained_seconds(row, epoch);
+        INFO(row.id << " epoch " << epoch << ": made " << made << " s, told " << told << " s");
+        CHECK(std::abs(made - told) <= 2.0 / 16000);  // the resampler's rounding
+        seen.insert(std::lround(told * 16000) - std::lround(row.duration * 16000));
+      }
+    }
+    CHECK(seen.size() > 2);
+  }
+  const masr::train::UtteranceMaker plain(tok, 16000, nullptr, 42, nullptr);
+  CHECK(plain.trained_seconds(rows[1], 3) == rows[1].duration);
 }
