@@ -1,5 +1,5 @@
 // lib/data/loader.cpp
-// PrefetchScheduler: in-order hand-out of batches to workers with a bounded window.
+// PrefetchScheduler: in-order hand-out of the batches' items to workers with a bounded window.
 #include "data/loader.h"
 
 #include <algorithm>
@@ -35,14 +35,20 @@ void nice_this_thread(int increment) {
 
 }  // namespace
 
-PrefetchScheduler::PrefetchScheduler(size_t num_batches, int num_workers, size_t window,
-                                     std::function<void(size_t)> produce, int worker_nice)
-    : num_batches_(num_batches),
+PrefetchScheduler::PrefetchScheduler(std::vector<size_t> items, int num_workers, size_t window,
+                                     std::function<void(size_t)> begin,
+                                     std::function<void(size_t, size_t)> make_item,
+                                     std::function<void(size_t)> finish, int worker_nice)
+    : items_(std::move(items)),
+      num_batches_(items_.size()),
       window_(std::max<size_t>(window, 1)),
       worker_nice_(worker_nice),
-      produce_(std::move(produce)),
-      done_(num_batches, 0),
-      errors_(num_batches) {
+      begin_(std::move(begin)),
+      make_item_(std::move(make_item)),
+      finish_(std::move(finish)),
+      done_(num_batches_, 0),
+      made_(num_batches_, 0),
+      errors_(num_batches_) {
   workers_.reserve(static_cast<size_t>(num_workers));
   for (int i = 0; i < num_workers; ++i) workers_.emplace_back([this] { work(); });
 }
@@ -65,37 +71,62 @@ void PrefetchScheduler::work() {
 #endif
   nice_this_thread(worker_nice_);
   while (true) {
-    size_t b;
+    size_t b, i;
+    bool only_finish = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [this] {
-        return stopping_ || next_task_ >= num_batches_ || next_task_ < consumed_ + window_;
+        return stopping_ || next_batch_ >= num_batches_ || next_batch_ < consumed_ + window_;
       });
-      if (stopping_ || next_task_ >= num_batches_) return;
-      b = next_task_++;
+      if (stopping_ || next_batch_ >= num_batches_) return;
+      b = next_batch_;
+      i = next_item_;
+      if (i == 0 && begin_) begin_(b);
+      only_finish = items_[b] == 0;
+      if (only_finish || ++next_item_ >= items_[b]) {
+        ++next_batch_;
+        next_item_ = 0;
+      }
     }
     std::exception_ptr error;
+    if (!only_finish) {
+      try {
+        make_item_(b, i);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (error && !errors_[b]) errors_[b] = error;
+      if (++made_[b] < items_[b]) continue;  // other items of b are still being made
+      error = errors_[b];
+    }
+    complete(b, error);
+  }
+}
+
+void PrefetchScheduler::complete(size_t b, std::exception_ptr error) {
+  if (!error) {
     try {
-      produce_(b);
+      finish_(b);
     } catch (...) {
       error = std::current_exception();
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_[b] = 1;
-      errors_[b] = error;
-      // Later batches would never be consumed: stop handing them out.
-      if (error) stopping_ = true;
-    }
-    changed_.notify_all();
   }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_[b] = 1;
+    errors_[b] = error;
+    // Later batches would never be consumed: stop handing them out.
+    if (error) stopping_ = true;
+  }
+  changed_.notify_all();
 }
 
 void PrefetchScheduler::wait(size_t b) {
   std::unique_lock<std::mutex> lock(mutex_);
   // A batch never handed out (scheduling stopped after an earlier failure) cannot be waited for;
   // the consumer always reaches the failed batch first, so this only guards against misuse.
-  changed_.wait(lock, [&] { return done_[b] != 0 || (stopping_ && b >= next_task_); });
+  changed_.wait(lock, [&] { return done_[b] != 0 || (stopping_ && b >= next_batch_); });
   if (done_[b] == 0) {
     throw Error(ErrorKind::kInternal,
                 "data loader: batch " + std::to_string(b) + " was never made (the loader stopped)");

@@ -123,10 +123,9 @@ DynamicBatchSampler::DynamicBatchSampler(std::vector<double> lengths, DynamicBat
     : lengths_(std::move(lengths)), options_(std::move(options)), epoch_(epoch) {
   options_.validate();
   if (!options_.cost_lengths.empty() && options_.cost_lengths.size() != lengths_.size()) {
-    throw Error(ErrorKind::kInternal, "DynamicBatchSampler: " +
-                                          std::to_string(options_.cost_lengths.size()) +
-                                          " cost lengths for " + std::to_string(lengths_.size()) +
-                                          " examples");
+    throw Error(ErrorKind::kInternal,
+                "DynamicBatchSampler: " + std::to_string(options_.cost_lengths.size()) +
+                    " cost lengths for " + std::to_string(lengths_.size()) + " examples");
   }
   boundaries_ = options_.bucket_boundaries.empty()
                     ? lognormal_bucket_boundaries(options_.max_batch_length, options_.num_buckets)

@@ -320,8 +320,8 @@ bool TrainLoop::train_epoch(int64_t epoch) {
   if (batching.dynamic && batching.dynamic_options.step_round > 1) {
     batching.dynamic_options.cost_lengths = task_->trained_lengths(epoch);
   }
-  const auto plan = epoch_batches(task_->train_set(), batching, epoch,
-                                  parallel_->rank(), parallel_->world_size());
+  const auto plan = epoch_batches(task_->train_set(), batching, epoch, parallel_->rank(),
+                                  parallel_->world_size());
   const size_t start = static_cast<size_t>(pos_.batch);
   if (start > plan.size()) {
     throw_input_error("train: the checkpoint is at batch " + std::to_string(start) + " of epoch " +

@@ -1,7 +1,8 @@
 // tests/data/test_loader.cpp
-// DataLoader: batches in the sampler's order whatever the workers' timing, worker errors reach
-// the consumer as thrown, bounded prefetch, and early destruction without hangs (checked with
-// timeouts so a regression fails instead of blocking the suite).
+// DataLoader: batches in the sampler's order whatever the workers' timing, the items of one batch
+// made by several workers, worker errors reach the consumer as thrown, bounded prefetch, and
+// early destruction without hangs (checked with timeouts so a regression fails instead of
+// blocking the suite).
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -108,6 +109,50 @@ TEST_CASE("a worker's exception reaches the consumer unchanged, in order", "[dat
     failed = std::string(e.what()) == "row says no";
   }
   CHECK(failed);
+}
+
+// Workers share out the items of a batch: the first batch of an epoch, which the consumer waits
+// for, is made by several workers at once rather than by one.
+TEST_CASE("several workers make the items of one batch together", "[data]") {
+  const Manifest m = numbered_manifest(16);
+  const std::vector<Batch> batches = {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}};
+  std::atomic<int> in_flight{0}, most{0};
+  DataLoader<std::string> loader(m, batches,
+                                 [&](const ManifestRow& row) {
+                                   const int now = ++in_flight;
+                                   int seen = most.load();
+                                   while (now > seen && !most.compare_exchange_weak(seen, now)) {
+                                   }
+                                   std::this_thread::sleep_for(30ms);
+                                   --in_flight;
+                                   return row.id;
+                                 },
+                                 {4, 1});  // a window of 4 batches; 2 exist
+  std::vector<std::string> items;
+  REQUIRE(loader.next(items));
+  CHECK(items == std::vector<std::string>{"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7"});
+  CHECK(most.load() > 1);
+  REQUIRE(loader.next(items));
+  CHECK(items.front() == "u8");
+  CHECK(items.back() == "u15");
+  CHECK_FALSE(loader.next(items));
+}
+
+// A batch of no items (none of the samplers makes one) comes out collated as empty.
+TEST_CASE("a batch of no items comes out empty", "[data]") {
+  const Manifest m = numbered_manifest(4);
+  for (int workers : {0, 2}) {
+    DataLoader<std::string> loader(m, {{0}, {}, {1, 2}}, [](const ManifestRow& r) { return r.id; },
+                                   {workers, 1});
+    std::vector<std::string> items;
+    REQUIRE(loader.next(items));
+    CHECK(items == std::vector<std::string>{"u0"});
+    REQUIRE(loader.next(items));
+    CHECK(items.empty());
+    REQUIRE(loader.next(items));
+    CHECK(items == std::vector<std::string>{"u1", "u2"});
+    CHECK_FALSE(loader.next(items));
+  }
 }
 
 TEST_CASE("loader prefetch is bounded", "[data]") {
