@@ -315,9 +315,11 @@ void TrainLoop::write_batch_shapes(int64_t epoch) {
 }
 
 bool TrainLoop::train_epoch(int64_t epoch) {
-  // A step's batches of similar cost as trained (speed perturbation moves lengths by 5 %).
+  // A step's batches of similar cost as trained (speed perturbation moves lengths by 5 %;
+  // MASR_TRAINED_COSTS=0: the manifest's durations, an A/B switch).
   BatchingConfig batching = config_.train_batching;
-  if (batching.dynamic && batching.dynamic_options.step_round > 1) {
+  if (batching.dynamic && batching.dynamic_options.step_round > 1 &&
+      !env_is("MASR_TRAINED_COSTS", "0")) {
     batching.dynamic_options.cost_lengths = task_->trained_lengths(epoch);
   }
   const auto plan = epoch_batches(task_->train_set(), batching, epoch, parallel_->rank(),
