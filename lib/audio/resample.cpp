@@ -11,14 +11,18 @@
 
 namespace masr::audio {
 
+int64_t resampled_length(int64_t n, int from, int to) {
+  if (from == to || n == 0) return n;
+  return std::llround(static_cast<double>(n) * static_cast<double>(to) / static_cast<double>(from));
+}
+
 std::vector<float> resample(const float* x, size_t n, int from, int to) {
   if (from <= 0 || to <= 0) {
     throw_input_error("resample: sample rates must be positive (got " + std::to_string(from) +
                       " -> " + std::to_string(to) + ")");
   }
   if (from == to || n == 0) return std::vector<float>(x, x + n);
-  const size_t out_len = static_cast<size_t>(
-      std::llround(static_cast<double>(n) * static_cast<double>(to) / static_cast<double>(from)));
+  const size_t out_len = static_cast<size_t>(resampled_length(static_cast<int64_t>(n), from, to));
   // Fewer input samples than one output period (e.g. 64 samples at 3.9 MHz to 16 kHz): nothing
   // to convert, and soxr must not be handed an empty output buffer (it crashes on it).
   if (out_len == 0) return {};

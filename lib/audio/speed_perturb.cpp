@@ -26,6 +26,11 @@ SpeedPerturb::SpeedPerturb(SpeedPerturbConfig config) : config_(std::move(config
   config_.validate();
 }
 
+int64_t SpeedPerturb::length_at(int64_t n, int speed) const {
+  const long long new_freq = static_cast<long long>(config_.orig_freq) * speed / 100;
+  return resampled_length(n, config_.orig_freq, static_cast<int>(new_freq));
+}
+
 std::vector<float> SpeedPerturb::apply(const std::vector<float>& samples, int speed) const {
   const int new_freq = static_cast<int>(static_cast<long long>(config_.orig_freq) * speed / 100);
   return resample(samples, config_.orig_freq, new_freq);

@@ -29,6 +29,8 @@ class SpeedPerturb {
   Result operator()(const std::vector<float>& samples, std::mt19937_64& rng) const;
   // The speed operator() draws from `rng` (the same draw: a planner can tell lengths beforehand).
   int draw(std::mt19937_64& rng) const;
+  // The length apply(samples of length n, speed) has, without resampling.
+  int64_t length_at(int64_t n, int speed) const;
   // Deterministic: resamples at the given speed (percent).
   std::vector<float> apply(const std::vector<float>& samples, int speed) const;
 

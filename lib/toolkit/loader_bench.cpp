@@ -3,6 +3,7 @@
 // a temporary folder, so it measures file reading and resampling as well as features.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -161,12 +162,24 @@ std::vector<runtime::BenchResult> run_loader_on_files(const runtime::BenchSettin
   }
   std::vector<runtime::BenchResult> results;
   for (int64_t workers : counts) {
+    // The wait for the first batch (what a training step waits for at an epoch's start), per run.
+    std::vector<double> first_ms;
     auto r = runtime::measure("loader-files/workers" + std::to_string(workers), settings, [&] {
+      const auto start = std::chrono::steady_clock::now();
       LoaderOptions options;
       options.num_workers = static_cast<int>(workers);
       DataLoader<at::Tensor> loader(manifest, sampler.batches(), make_item, options);
       std::vector<at::Tensor> items;
-      while (loader.next(items)) (void)pad_right(items);
+      bool first = true;
+      while (loader.next(items)) {
+        if (first) {
+          first_ms.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
+          first = false;
+        }
+        (void)pad_right(items);
+      }
     });
     r.work = manifest.total_duration();
     r.work_unit = "audio-s";
@@ -177,6 +190,10 @@ std::vector<runtime::BenchResult> run_loader_on_files(const runtime::BenchSettin
         static_cast<long long>(workers));
     r.metrics.emplace_back("audio_s_per_s_per_worker",
                            r.throughput() / static_cast<double>(workers));
+    if (!first_ms.empty()) {  // the median over every run, warm-ups included
+      std::sort(first_ms.begin(), first_ms.end());
+      r.metrics.emplace_back("first_batch_ms", first_ms[first_ms.size() / 2]);
+    }
     results.push_back(std::move(r));
   }
   return results;

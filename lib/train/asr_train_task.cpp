@@ -39,6 +39,11 @@ data::LoaderOptions training_loader_options(int requested_workers, bool cuda) {
   return options;
 }
 
+// Padding into held CUDA graphs' shapes (Epoch::pad_into_graph): at most this many times the
+// frames and the BOS/EOS sequences' length, for a shape met fewer than kPaddedTimes times.
+constexpr double kMaxFramesRatio = 1.06, kMaxTokensRatio = 1.25;
+constexpr int64_t kPaddedTimes = 2;
+
 }  // namespace
 
 // An epoch's utterances, read, perturbed, tokenized and padded (and for a GPU page-locked) by
@@ -105,8 +110,6 @@ class AsrTrainTask::Epoch final : public EpochBatches {
   // a coarser grid would have given. Returns the model inputs' expected shapes (empty where the
   // augmentation makes them unknown beforehand).
   std::vector<InputSpec> pad_into_graph(GraphedSteps& graphs) {
-    constexpr double kMaxFramesRatio = 1.06, kMaxTokensRatio = 1.25;
-    constexpr int64_t kPaddedTimes = 2;
     const AsrTask& modules = *task_.modules_;
     const int64_t rows = batch_.wav.size(0), tokens = batch_.tokens.size(1);
     std::vector<InputSpec> wanted = modules.input_specs(rows, batch_.wav.size(1), tokens);
@@ -185,6 +188,50 @@ std::vector<double> AsrTrainTask::trained_lengths(int64_t epoch) const {
     lengths.push_back(maker.trained_seconds(row, epoch));
   }
   return lengths;
+}
+
+std::vector<std::vector<InputSpec>> AsrTrainTask::batch_shapes(
+    const std::vector<data::Batch>& batches, int64_t epoch) const {
+  std::vector<std::vector<InputSpec>> shapes;
+  if (modules_->input_specs(1, 1, 1).empty()) return shapes;  // the augmentation draws shapes
+  const UtteranceMaker maker(tokenizer_, config().sample_rate, speed_perturb_,
+                             static_cast<uint64_t>(config().seed), pad_silence_);
+  token_counts_.resize(train_set_.rows.size(), -1);
+  for (const data::Batch& batch : batches) {
+    int64_t samples = 0, tokens = 0;
+    for (const size_t row : batch) {
+      const data::ManifestRow& r = train_set_.rows.at(row);
+      samples = std::max(samples, maker.trained_samples(r, epoch));
+      if (token_counts_[row] < 0) {
+        token_counts_[row] = static_cast<int32_t>(tokenizer_->encode(r.wrd).size());
+      }
+      tokens = std::max<int64_t>(tokens, token_counts_[row]);
+    }
+    const auto [wav_len, tokens_len] =
+        collated_lengths(samples, tokens, config().sample_rate, config());
+    shapes.push_back(
+        modules_->input_specs(static_cast<int64_t>(batch.size()), wav_len, tokens_len));
+  }
+  return shapes;
+}
+
+std::vector<std::vector<InputSpec>> AsrTrainTask::shapes_to_capture(
+    const GraphedSteps& graphs, const std::vector<data::Batch>& batches, int64_t epoch) const {
+  std::vector<std::vector<InputSpec>> out;
+  if (graph_padding_off_) return out;  // the shapes turned out not to be known beforehand
+  const std::vector<std::vector<InputSpec>> held = graphs.replayable_shapes();
+  for (const std::vector<InputSpec>& shape : batch_shapes(batches, epoch)) {
+    if (shape.empty() || graphs.replays(shape) ||
+        std::find(out.begin(), out.end(), shape) != out.end()) {
+      continue;
+    }
+    if (GraphedSteps::pads_new_shapes() && graphs.times_seen(shape) < kPaddedTimes &&
+        ModelInputs::padding_into(shape, held, kMaxFramesRatio, kMaxTokensRatio)) {
+      continue;  // it will ride on a held graph
+    }
+    out.push_back(shape);
+  }
+  return out;
 }
 
 std::string AsrTrainTask::describe() const {

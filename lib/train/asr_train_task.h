@@ -28,6 +28,14 @@ class AsrTrainTask final : public TrainTask {
   std::vector<double> trained_lengths(int64_t epoch) const override;
   std::vector<at::Tensor> parameters() const override { return modules_->parameters(); }
   InputsLike graph_inputs_like() const override { return &ModelInputs::like; }
+  std::vector<std::vector<InputSpec>> shapes_to_capture(const GraphedSteps& graphs,
+                                                        const std::vector<data::Batch>& batches,
+                                                        int64_t epoch) const override;
+  // The model inputs' shapes of each of `batches` as epoch `epoch` trains them (collated from the
+  // utterances' lengths as trained and their token counts; empty where the augmentation makes them
+  // unknown beforehand).
+  std::vector<std::vector<InputSpec>> batch_shapes(const std::vector<data::Batch>& batches,
+                                                   int64_t epoch) const;
   void set_training(bool on) override { modules_->train(on); }
   std::unique_ptr<EpochBatches> open_epoch(int64_t epoch,
                                            std::vector<data::Batch> batches) override;
@@ -55,6 +63,7 @@ class AsrTrainTask final : public TrainTask {
   // Set when the augmentation turned out to change a batch's shape: no padding into the shapes
   // of held CUDA graphs from then on (Epoch::pad_into_graph).
   bool graph_padding_off_ = false;
+  mutable std::vector<int32_t> token_counts_;  // per training row, -1 until encoded
 };
 
 }  // namespace masr::train

@@ -210,6 +210,7 @@ struct GraphedSteps::Impl {
   struct Entry {
     int64_t seen = 0;    // batches run as this shape
     int64_t padded = 0;  // batches of this shape padded into another (note_padded)
+    bool ahead = false;  // asked for by capture_ahead
     uint64_t last_use = 0;
     std::unique_ptr<at::cuda::CUDAGraph> graph;
     std::vector<InputSpec> specs;  // the inputs' shapes (from the key)
@@ -231,10 +232,13 @@ struct GraphedSteps::Impl {
   uint64_t clock = 0;
   std::optional<double> last_divisor;  // the divisor of the last graphed step
 
+  // Whether a capture of the shapes seen so far takes e: not a shape only ever padded into
+  // another (it rides on its neighbour's graph until it keeps coming).
+  static bool wanted(const Entry& e) { return e.seen > 0 || e.ahead || e.padded == 0; }
   // Whether the next graphed step replays e (its graph is held, or the pending capture of the
-  // shapes seen so far makes one: that capture takes every entry, as the graph limit allows).
+  // shapes seen so far makes one: that capture takes every wanted entry, as the limit allows).
   bool will_replay(const Entry& e) const {
-    return capturing && !broken && (e.graph || (capture_seen && inputs_like));
+    return capturing && !broken && (e.graph || (capture_seen && inputs_like && wanted(e)));
   }
 
   void drop(Entry& e) {
@@ -367,7 +371,7 @@ struct GraphedSteps::Impl {
     if (!inputs_like) return;
     std::vector<Entry*> todo;
     for (auto& [key, e] : entries) {
-      if (!e.graph) todo.push_back(&e);
+      if (!e.graph && wanted(e)) todo.push_back(&e);
     }
     std::stable_sort(todo.begin(), todo.end(), [](const Entry* a, const Entry* b) {
       return a->seen != b->seen ? a->seen > b->seen : a->last_use > b->last_use;
@@ -527,6 +531,23 @@ void GraphedSteps::add_shape_keys(const std::vector<std::string>& keys) {
 bool GraphedSteps::split_requested() { return graphs_setting() == "split"; }
 
 bool GraphedSteps::pads_new_shapes() { return !env_is("MASR_GRAPH_PAD", "0"); }
+
+bool GraphedSteps::captures_ahead() { return !env_is("MASR_GRAPH_AHEAD", "0"); }
+
+void GraphedSteps::capture_ahead(const std::vector<std::vector<InputSpec>>& shapes) {
+#ifdef MASR_GRAPH_CAPTURE
+  Impl& m = *impl_;
+  if (!m.capture || m.broken || !m.capturing || !m.inputs_like || !m.last_divisor) return;
+  for (const std::vector<InputSpec>& specs : shapes) {
+    Impl::Entry& e = m.entry(key_of(specs, *m.last_divisor));
+    if (e.graph) continue;
+    e.ahead = true;
+    m.capture_seen = true;
+  }
+#else
+  (void)shapes;
+#endif
+}
 
 std::vector<std::vector<InputSpec>> GraphedSteps::replayable_shapes() const {
   std::vector<std::vector<InputSpec>> out;

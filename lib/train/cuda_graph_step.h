@@ -159,6 +159,14 @@ class GraphedSteps {
   void note_padded(const std::vector<InputSpec>& specs);
   // MASR_GRAPH_PAD=0: never pad (each new shape is captured when it comes); an A/B switch.
   static bool pads_new_shapes();
+  // Graphs for `shapes` (batches a task knows are coming, with no graph and no held shape to
+  // pad into) captured with the next step's, before its batch, as set_capturing(true) captures
+  // the shapes seen so far: with several ranks, every rank's captures of an epoch at its start,
+  // at once, rather than each stalling the other ranks when its batch comes. Nothing while
+  // capturing is off, before the first step (the divisor is not known) or off CUDA.
+  void capture_ahead(const std::vector<std::vector<InputSpec>>& shapes);
+  // MASR_GRAPH_AHEAD=0: no captures ahead (TrainLoop); an A/B switch.
+  static bool captures_ahead();
 
   // A shape key's divisor and input shapes back (false if `key` is not one).
   static bool parse_shape_key(const std::string& key, double* divisor,

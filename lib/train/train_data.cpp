@@ -2,6 +2,7 @@
 // Tokenizer bootstrap, utterance items, epoch batches and collation.
 #include "train/train_data.h"
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -164,15 +165,20 @@ Utterance UtteranceMaker::operator()(const data::ManifestRow& row, bool training
 }
 
 double UtteranceMaker::trained_seconds(const data::ManifestRow& row, int64_t epoch) const {
-  double seconds = row.duration;
-  if (!speed_perturb_ && !pad_silence_) return seconds;
+  if (!speed_perturb_ && !pad_silence_) return row.duration;
+  return static_cast<double>(trained_samples(row, epoch)) / sample_rate_;
+}
+
+int64_t UtteranceMaker::trained_samples(const data::ManifestRow& row, int64_t epoch) const {
+  int64_t samples = std::llround(row.duration * sample_rate_);
+  if (!speed_perturb_ && !pad_silence_) return samples;
   std::mt19937_64 rng(mix_seed(seed_, {static_cast<uint64_t>(epoch), hash_string(row.id)}));
-  if (speed_perturb_) seconds *= speed_perturb_->draw(rng) / 100.0;  // resampled to speed %
+  if (speed_perturb_) samples = speed_perturb_->length_at(samples, speed_perturb_->draw(rng));
   if (pad_silence_) {
     const auto [lead, tail] = pad_silence_->draw(rng);
-    seconds += static_cast<double>(lead + tail) / pad_silence_->config().sample_rate;
+    samples += lead + tail;
   }
-  return seconds;
+  return samples;
 }
 
 std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const BatchingConfig& config,
@@ -204,6 +210,17 @@ std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const Bat
   return mine;
 }
 
+std::pair<int64_t, int64_t> collated_lengths(int64_t longest_samples, int64_t longest_tokens,
+                                             int sample_rate, const TrainConfig& config) {
+  if (!config.recurring_shapes) return {longest_samples, longest_tokens};
+  // On the shape grid (TrainConfig::recurring_shapes): audio in 40 ms units 2 % apart, the
+  // decoder's BOS/EOS sequences in units of 8 tokens 10 % apart, and CTC's targets one shorter
+  // (their width is part of a batch's shape too: CUDA graphs are captured per shape).
+  const int64_t wav_len = data::grid_length(longest_samples, std::max(1, sample_rate / 25), 1.02);
+  const int64_t seq_len = data::grid_length(longest_tokens + 1, 8, 1.1);
+  return {wav_len, seq_len - 1};
+}
+
 AsrBatch collate(std::vector<Utterance> items, int sample_rate, const TrainConfig& config) {
   AsrBatch b;
   std::vector<at::Tensor> wavs;
@@ -223,22 +240,15 @@ AsrBatch collate(std::vector<Utterance> items, int sample_rate, const TrainConfi
     with_eos.push_back(config.eos_index);
     eos.push_back(std::move(with_eos));
   }
-  // On the shape grid (TrainConfig::recurring_shapes): audio in 40 ms units 2 % apart, the
-  // decoder's BOS/EOS sequences in units of 8 tokens 10 % apart, and CTC's targets one shorter
-  // (their width is part of a batch's shape too: CUDA graphs are captured per shape).
-  int64_t wav_len = 0, seq_len = 0;
-  if (config.recurring_shapes) {
-    int64_t longest = 0, longest_seq = 0;
-    for (const at::Tensor& w : wavs) longest = std::max(longest, w.size(0));
-    for (const auto& t : bos) longest_seq = std::max(longest_seq, static_cast<int64_t>(t.size()));
-    wav_len = data::grid_length(longest, std::max(1, sample_rate / 25), 1.02);
-    seq_len = data::grid_length(longest_seq, 8, 1.1);
-  }
+  int64_t longest = 0, longest_tokens = 0;
+  for (const at::Tensor& w : wavs) longest = std::max(longest, w.size(0));
+  for (const auto& t : tokens)
+    longest_tokens = std::max(longest_tokens, static_cast<int64_t>(t.size()));
+  const auto [wav_len, tokens_len] = collated_lengths(longest, longest_tokens, sample_rate, config);
   const data::PaddedTensor wav = data::pad_right(wavs, 0.0, wav_len);
-  const data::PaddedTensor tok =
-      data::pad_sequences(tokens, config.pad_index, seq_len > 0 ? seq_len - 1 : 0);
-  const data::PaddedTensor tok_bos = data::pad_sequences(bos, config.pad_index, seq_len);
-  const data::PaddedTensor tok_eos = data::pad_sequences(eos, config.pad_index, seq_len);
+  const data::PaddedTensor tok = data::pad_sequences(tokens, config.pad_index, tokens_len);
+  const data::PaddedTensor tok_bos = data::pad_sequences(bos, config.pad_index, tokens_len + 1);
+  const data::PaddedTensor tok_eos = data::pad_sequences(eos, config.pad_index, tokens_len + 1);
   b.wav = wav.data;
   b.wav_rel = wav.lengths;
   b.tokens = tok.data;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "audio/pad_silence.h"
@@ -53,6 +54,9 @@ class UtteranceMaker {
   // duration and the same draws (speed perturbation, silence), without reading the audio: within
   // a resampling's rounding of the real length when the duration is the file's.
   double trained_seconds(const data::ManifestRow& row, int64_t epoch) const;
+  // The same in samples at the recipe's rate: exact when the manifest's duration is the file's
+  // to the sample at that rate (round(duration * rate) samples).
+  int64_t trained_samples(const data::ManifestRow& row, int64_t epoch) const;
 
  private:
   std::shared_ptr<const text::Tokenizer> tokenizer_;
@@ -75,6 +79,12 @@ std::shared_ptr<const audio::PadSilence> pad_silence_of(const hparams::Hparams& 
 std::vector<data::Batch> epoch_batches(const data::Manifest& manifest, const BatchingConfig& config,
                                        int64_t epoch, int rank = 0, int world_size = 1,
                                        bool same_count = true);
+
+// The padded lengths collate gives a batch whose longest utterance has `longest_samples` samples
+// and whose longest transcript `longest_tokens` tokens: (audio samples, tokens' width; the
+// BOS/EOS sequences are one longer), on the shape grid when config.recurring_shapes.
+std::pair<int64_t, int64_t> collated_lengths(int64_t longest_samples, int64_t longest_tokens,
+                                             int sample_rate, const TrainConfig& config);
 
 // Pads utterances into a batch: wav zero-padded, tokens padded with pad_index, [bos]+tokens and
 // tokens+[eos] built as the S2S recipe does.

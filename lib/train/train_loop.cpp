@@ -347,8 +347,14 @@ bool TrainLoop::train_epoch(int64_t epoch) {
     }
     graphs_->set_capturing(capture);
   }
-  const std::unique_ptr<EpochBatches> batches = task_->open_epoch(
-      epoch, std::vector<data::Batch>(plan.begin() + static_cast<long>(start), plan.end()));
+  std::vector<data::Batch> mine(plan.begin() + static_cast<long>(start), plan.end());
+  if (graphs_ && parallel_->world_size() > 1 && GraphedSteps::supported(device_) &&
+      GraphedSteps::captures_ahead()) {
+    // The epoch's shapes that will need a graph, captured on every rank at its first batch rather
+    // than one rank at a time, each stalling the others, as their batches come.
+    graphs_->capture_ahead(task_->shapes_to_capture(*graphs_, mine, epoch));
+  }
+  const std::unique_ptr<EpochBatches> batches = task_->open_epoch(epoch, std::move(mine));
   progress_->start_epoch(epoch, config_.number_of_epochs, plan.size(), start);
   const auto epoch_start = std::chrono::steady_clock::now();
   epoch_audio_ = 0.0;

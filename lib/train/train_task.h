@@ -84,6 +84,14 @@ class TrainTask {
   // Placeholder inputs of split_loss's loss_fn for given shapes (CUDA-graph captures of shapes
   // not at hand); empty where the task has no split.
   virtual InputsLike graph_inputs_like() const { return {}; }
+  // Of `batches` (this rank's plan of `epoch`), the model-input shapes that will need a CUDA graph
+  // of their own: told beforehand, neither held by `graphs` nor to be padded into a held one
+  // (GraphedSteps::capture_ahead). Empty where the task cannot tell them.
+  virtual std::vector<std::vector<InputSpec>> shapes_to_capture(
+      const GraphedSteps& /*graphs*/, const std::vector<data::Batch>& /*batches*/,
+      int64_t /*epoch*/) const {
+    return {};
+  }
   virtual void set_training(bool on) = 0;
   // `batches` (indices into train_set(), the epoch's plan from where it resumes), in order.
   virtual std::unique_ptr<EpochBatches> open_epoch(int64_t epoch,

@@ -280,6 +280,48 @@ TEST_CASE("a batch padded further is the batch collate makes at those lengths", 
   CHECK(AsrTask(bundle).input_specs(3, samples, tokens).empty());
 }
 
+// collated_lengths (what CUDA-graph training predicts an epoch's batch shapes with) against the
+// batches collate makes, on the shape grid and off it.
+TEST_CASE("collated_lengths are the lengths collate pads a batch to", "[train]") {
+  masr::train::TrainConfig config;
+  config.bos_index = 1;
+  config.eos_index = 2;
+  for (const bool grid : {false, true}) {
+    config.recurring_shapes = grid;
+    for (int round = 0; round < 6; ++round) {
+      std::vector<masr::train::Utterance> items;
+      int64_t longest = 0, longest_tokens = 0;
+      for (int i = 0; i < 3; ++i) {
+        masr::train::Utterance u;
+        u.id = "u" + std::to_string(i);
+        const int64_t samples = 5000 + 7919 * ((round * 3 + i) % 11) + 13 * round;
+        u.samples.assign(static_cast<size_t>(samples), 0.1f);
+        u.tokens.assign(static_cast<size_t>(3 + (round * 5 + i * 7) % 40), 4);
+        longest = std::max(longest, samples);
+        longest_tokens = std::max<int64_t>(longest_tokens, static_cast<int64_t>(u.tokens.size()));
+        items.push_back(u);
+      }
+      const AsrBatch b = masr::train::collate(items, 16000, config);
+      const auto [samples, tokens] =
+          masr::train::collated_lengths(longest, longest_tokens, 16000, config);
+      INFO("grid " << grid << ", longest " << longest << " samples, " << longest_tokens
+                   << " tokens");
+      CHECK(b.wav.size(1) == samples);
+      CHECK(b.tokens.size(1) == tokens);
+      CHECK(b.tokens_bos.size(1) == tokens + 1);
+      CHECK(b.tokens_eos.size(1) == tokens + 1);
+      if (!grid) {
+        CHECK(samples == longest);
+        CHECK(tokens == longest_tokens);
+      } else {
+        CHECK(samples >= longest);
+        CHECK(samples % 640 == 0);  // 40 ms units
+        CHECK((tokens + 1) % 8 == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("the held graph shape a batch is padded into", "[train]") {
   // Inputs of an S2S step: feats (B, T, 80), lengths (2, B), tokens (B, U), BOS and EOS
   // sequences (B, U + 1), their relative lengths (B).
@@ -678,6 +720,51 @@ TEST_CASE(
   // The batch-invariance tests' tolerances: padding moves results by summation order alone.
   CHECK(std::abs(l1 - l2) <= 1e-4 * std::abs(l1));
   CHECK(relative_difference(got, want) <= 1e-3);
+}
+
+TEST_CASE("capture_ahead: shapes told beforehand are captured with the next step, not padded ones",
+          "[.cuda]") {
+  if (!torch::cuda::is_available()) FAIL("no CUDA device");
+  masr::toolkit::register_all();
+  const auto hp = load_s2s();
+  AsrTask task(hp);
+  const at::Device cuda(at::kCUDA, 0);
+  task.to(cuda);
+  const auto options = loss_options();
+  prepare_task(task, options);
+  const std::vector<at::Tensor> params = task.parameters();
+  const auto fn = task.loss_of_inputs(options);
+  GraphedSteps graphed(params, /*capture=*/true);
+  graphed.set_inputs_like(&ModelInputs::like);
+  GraphedSteps eager(params, /*capture=*/false);
+  graphed.set_capturing(false);
+  auto batch_of = [&](int64_t n, int64_t samples, int64_t tokens, uint64_t seed) {
+    return random_batch(n, samples, tokens, seed).to(cuda);
+  };
+  // A step op by op (capturing off) tells GraphedSteps its divisor; nothing is captured ahead then.
+  const AsrBatch first = batch_of(2, 16000, 5, 400);
+  check_same_step(eager, graphed, params, inputs_of(task, first), fn, 1e-5);
+  const AsrBatch later = batch_of(3, 20000, 6, 401), only_padded = batch_of(4, 12000, 4, 402);
+  const std::vector<InputSpec> later_shape = masr::train::specs_of(inputs_of(task, later));
+  const std::vector<InputSpec> padded_shape = masr::train::specs_of(inputs_of(task, only_padded));
+  graphed.capture_ahead({later_shape});
+  CHECK(graphed.stats().captured == 0);  // capturing is off
+  graphed.set_capturing(true);
+  graphed.note_padded(padded_shape);  // met once, padded into another: no graph of its own yet
+  graphed.capture_ahead({later_shape});
+  CHECK(graphed.replays(later_shape));
+  CHECK_FALSE(graphed.replays(padded_shape));
+  // The next step captures the shape seen so far and the one told, not the padded one.
+  check_same_step(eager, graphed, params, inputs_of(task, first), fn, 1e-5);
+  masr::train::GraphStats s = graphed.stats();
+  INFO(s.to_string());
+  CHECK(s.captured == 2);
+  CHECK(s.replayed == 1);
+  check_same_step(eager, graphed, params, inputs_of(task, later), fn, 1e-5);  // replayed
+  s = graphed.stats();
+  CHECK(s.captured == 2);
+  CHECK(s.replayed == 2);
+  CHECK(s.graphs == 2);
 }
 
 TEST_CASE("a CUDA graph with the optimizer's update inside trains as the steps op by op do",
