@@ -43,7 +43,8 @@
 #             so far when captures start, goutN: the optimizer outside the graph, garN: the
 #             ranks' all-reduce and the update inside each graph (MASR_GRAPH_ALLREDUCE=1),
 #             nopadN: batches of new shapes captured, not padded into held graphs (MASR_GRAPH_PAD=0),
-#             mcostN: rounds costed at manifest durations (MASR_TRAINED_COSTS=0),
+#             mcostN: rounds costed at manifest durations (MASR_TRAINED_COSTS=0), noaheadN: no
+#             captures of an epoch's predicted shapes at its start (MASR_GRAPH_AHEAD=0),
 #             oldN: every A/B switch off); base runs the binary
 #             built from .base/ (the code before a change, `git archive`d there). WORKERS loader
 #             workers per rank (default 8); a steady-state profile of batches 51-80 on every rank;
@@ -464,6 +465,8 @@ stage_scale() {
     [[ $run == gar* ]] && layout=${run#gar} RUN_ENV="MASR_GRAPH_ALLREDUCE=1"
     # nopad: a batch of a shape without a graph is captured rather than padded into a held one.
     [[ $run == nopad* ]] && layout=${run#nopad} RUN_ENV="MASR_GRAPH_PAD=0"
+    # noahead: no captures of an epoch's predicted new shapes at its start.
+    [[ $run == noahead* ]] && layout=${run#noahead} RUN_ENV="MASR_GRAPH_AHEAD=0"
     # mcost: a step's rounds costed at the manifest's durations, not as trained.
     [[ $run == mcost* ]] && layout=${run#mcost} RUN_ENV="MASR_TRAINED_COSTS=0"
     RUN_ENV=$RUN_ENV scale_run "$run" "$bin" "$layout"
