@@ -337,22 +337,21 @@ bool TrainLoop::train_epoch(int64_t epoch) {
   if (device_.is_cuda() && (!graphs_ || graphs_->stats().graphs == 0)) {
     runtime::reset_peak_memory(cuda_choice());
   }
+  std::vector<data::Batch> mine(plan.begin() + static_cast<long>(start), plan.end());
   if (graphs_) {
     // The run's first epoch counts shapes; captures start with its second (cuda_graph_step.h).
     if (first_epoch_of_run_ < 0) first_epoch_of_run_ = epoch;
     const bool capture = GraphedSteps::capture_from_start() || epoch > first_epoch_of_run_;
-    if (capture && !graph_shapes_shared_ && parallel_->world_size() > 1 &&
-        GraphedSteps::supported(device_) && GraphedSteps::captures_seen_shapes()) {
+    const bool ranks = parallel_->world_size() > 1 && GraphedSteps::supported(device_);
+    if (capture && !graph_shapes_shared_ && ranks && GraphedSteps::captures_seen_shapes()) {
       share_graph_shapes();  // every rank alike (same settings, same epoch)
     }
     graphs_->set_capturing(capture);
-  }
-  std::vector<data::Batch> mine(plan.begin() + static_cast<long>(start), plan.end());
-  if (graphs_ && parallel_->world_size() > 1 && GraphedSteps::supported(device_) &&
-      GraphedSteps::captures_ahead()) {
-    // The epoch's shapes that will need a graph, captured on every rank at its first batch rather
-    // than one rank at a time, each stalling the others, as their batches come.
-    graphs_->capture_ahead(task_->shapes_to_capture(*graphs_, mine, epoch));
+    if (capture && ranks && GraphedSteps::captures_ahead()) {
+      // The epoch's shapes that will need a graph, captured on every rank at its first batch
+      // rather than one rank at a time, each stalling the others, as their batches come.
+      graphs_->capture_ahead(task_->shapes_to_capture(*graphs_, mine, epoch));
+    }
   }
   const std::unique_ptr<EpochBatches> batches = task_->open_epoch(epoch, std::move(mine));
   progress_->start_epoch(epoch, config_.number_of_epochs, plan.size(), start);
