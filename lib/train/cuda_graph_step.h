@@ -142,7 +142,7 @@ class GraphedSteps {
   // Every shape key seen, with the batches of it so far (CUDA builds; empty elsewhere).
   std::vector<std::pair<std::string, int64_t>> shape_counts() const;
   // Padding a batch into a held graph's shape. A shape met for the first time once capturing is
-  // on costs a capture (1.7-2.5 times a replayed step on H200s, and with several ranks every other
+  // on costs a capture (1.6-2.6 times a replayed step on H200s, and with several ranks every other
   // rank waits for it); the same batch padded a little further, into a shape a graph holds, costs
   // a replay of a few percent more work. A task that can pad its batches (AsrTrainTask: audio with
   // zeros, transcripts with the pad token, exactly the padding a coarser grid would have given)
