@@ -54,8 +54,7 @@ class AsrTrainTask::Epoch final : public EpochBatches {
   Epoch(AsrTrainTask& task, int64_t epoch, std::vector<data::Batch> batches)
       : task_(task),
         epoch_(epoch),
-        maker_(task.tokenizer_, task.config().sample_rate, task.speed_perturb_,
-               static_cast<uint64_t>(task.config().seed), task.pad_silence_),
+        maker_(task.utterance_maker()),
         loader_(
             task.train_set_, std::move(batches),
             [this](const data::ManifestRow& row) { return maker_(row, true, epoch_); },
@@ -178,14 +177,29 @@ void AsrTrainTask::load(const TaskContext& context) {
   perturbations_ += modules_->augmentation_summary();
 }
 
+UtteranceMaker AsrTrainTask::utterance_maker() const {
+  return UtteranceMaker(tokenizer_, config().sample_rate, speed_perturb_,
+                        static_cast<uint64_t>(config().seed), pad_silence_);
+}
+
+const std::vector<int64_t>& AsrTrainTask::samples_as_trained(int64_t epoch) const {
+  if (samples_epoch_ != epoch || samples_.size() != train_set_.rows.size()) {
+    const UtteranceMaker maker = utterance_maker();
+    samples_.clear();
+    samples_.reserve(train_set_.rows.size());
+    for (const data::ManifestRow& row : train_set_.rows) {
+      samples_.push_back(maker.trained_samples(row, epoch));
+    }
+    samples_epoch_ = epoch;
+  }
+  return samples_;
+}
+
 std::vector<double> AsrTrainTask::trained_lengths(int64_t epoch) const {
   if (!speed_perturb_ && !pad_silence_) return {};
-  const UtteranceMaker maker(tokenizer_, config().sample_rate, speed_perturb_,
-                             static_cast<uint64_t>(config().seed), pad_silence_);
   std::vector<double> lengths;
-  lengths.reserve(train_set_.rows.size());
-  for (const data::ManifestRow& row : train_set_.rows) {
-    lengths.push_back(maker.trained_seconds(row, epoch));
+  for (const int64_t n : samples_as_trained(epoch)) {
+    lengths.push_back(static_cast<double>(n) / config().sample_rate);  // trained_seconds
   }
   return lengths;
 }
@@ -194,16 +208,15 @@ std::vector<std::vector<InputSpec>> AsrTrainTask::batch_shapes(
     const std::vector<data::Batch>& batches, int64_t epoch) const {
   std::vector<std::vector<InputSpec>> shapes;
   if (modules_->input_specs(1, 1, 1).empty()) return shapes;  // the augmentation draws shapes
-  const UtteranceMaker maker(tokenizer_, config().sample_rate, speed_perturb_,
-                             static_cast<uint64_t>(config().seed), pad_silence_);
+  const std::vector<int64_t>& trained = samples_as_trained(epoch);
   token_counts_.resize(train_set_.rows.size(), -1);
   for (const data::Batch& batch : batches) {
     int64_t samples = 0, tokens = 0;
     for (const size_t row : batch) {
-      const data::ManifestRow& r = train_set_.rows.at(row);
-      samples = std::max(samples, maker.trained_samples(r, epoch));
+      samples = std::max(samples, trained.at(row));
       if (token_counts_[row] < 0) {
-        token_counts_[row] = static_cast<int32_t>(tokenizer_->encode(r.wrd).size());
+        token_counts_[row] =
+            static_cast<int32_t>(tokenizer_->encode(train_set_.rows[row].wrd).size());
       }
       tokens = std::max<int64_t>(tokens, token_counts_[row]);
     }

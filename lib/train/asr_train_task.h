@@ -13,6 +13,7 @@
 #include "models/asr_model.h"
 #include "text/tokenizer.h"
 #include "train/asr_task.h"
+#include "train/train_data.h"
 #include "train/train_task.h"
 
 namespace masr::train {
@@ -49,6 +50,11 @@ class AsrTrainTask final : public TrainTask {
  private:
   class Epoch;
   const TrainConfig& config() const { return *context_.config; }
+  // The training items' maker (the loader's, and the planner's view of their lengths).
+  UtteranceMaker utterance_maker() const;
+  // Every training row's samples as epoch `epoch` trains them (UtteranceMaker::trained_samples),
+  // computed once per epoch: the plan's rounds and the graph shapes both read them.
+  const std::vector<int64_t>& samples_as_trained(int64_t epoch) const;
 
   TaskContext context_;
   std::shared_ptr<text::Tokenizer> tokenizer_;
@@ -64,6 +70,8 @@ class AsrTrainTask final : public TrainTask {
   // of held CUDA graphs from then on (Epoch::pad_into_graph).
   bool graph_padding_off_ = false;
   mutable std::vector<int32_t> token_counts_;  // per training row, -1 until encoded
+  mutable int64_t samples_epoch_ = -1;         // the epoch samples_ are of
+  mutable std::vector<int64_t> samples_;
 };
 
 }  // namespace masr::train

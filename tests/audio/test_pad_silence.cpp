@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -45,6 +46,14 @@ void check_padded(const std::vector<float>& out, const std::vector<float>& x, in
   CHECK(std::all_of(out.begin(), out.begin() + lead, [](float v) { return v == 0.0f; }));
   CHECK(std::equal(x.begin(), x.end(), out.begin() + lead));
   CHECK(std::all_of(out.end() - tail, out.end(), [](float v) { return v == 0.0f; }));
+}
+
+// A character tokenizer trained in `dir` (what a maker needs to encode the transcripts).
+std::shared_ptr<const masr::text::Tokenizer> char_tokenizer(const masr::testing::TempDir& dir) {
+  masr::text::TokenizerTrainOptions options;
+  options.model_type = "char";
+  return std::make_shared<const masr::text::Tokenizer>(masr::text::Tokenizer::train(
+      masr::testing::librispeech_like_sentences(200), dir.file("31_char"), options));
 }
 
 }  // namespace
@@ -119,10 +128,7 @@ TEST_CASE("PadSilence rejects bad configs", "[audio]") {
 
 TEST_CASE("training items get hparams pad_silence; validation items do not", "[audio][train]") {
   masr::testing::TempDir dir("pad_silence_items");
-  masr::text::TokenizerTrainOptions options;
-  options.model_type = "char";
-  auto tok = std::make_shared<const masr::text::Tokenizer>(masr::text::Tokenizer::train(
-      masr::testing::librispeech_like_sentences(200), dir.file("31_char"), options));
+  const auto tok = char_tokenizer(dir);
   const std::vector<float> x = ramp(8000);
   masr::data::ManifestRow row;
   row.id = "utt1";
@@ -175,10 +181,7 @@ TEST_CASE("training items get hparams pad_silence; validation items do not", "[a
 // data-parallel step's batches): the same draws as the item itself, without reading the audio.
 TEST_CASE("trained_seconds is the length of the training item the maker makes", "[audio][train]") {
   masr::testing::TempDir dir("trained_seconds");
-  masr::text::TokenizerTrainOptions options;
-  options.model_type = "char";
-  auto tok = std::make_shared<const masr::text::Tokenizer>(masr::text::Tokenizer::train(
-      masr::testing::librispeech_like_sentences(200), dir.file("31_char"), options));
+  const auto tok = char_tokenizer(dir);
   masr::toolkit::register_all();
   const auto hp = masr::hparams::load_text(
       "speed_perturb: !new:speechbrain.augment.time_domain.SpeedPerturb\n"

@@ -154,6 +154,27 @@ void check_same_step(GraphedSteps& eager, GraphedSteps& graphed,
   CHECK(diff <= tolerance);
 }
 
+// The tiny S2S task on the first GPU, prepared as prepare_task does, with its parameters and
+// loss function (the [.cuda] GraphedSteps tests).
+struct CudaS2s {
+  static masr::hparams::Hparams hparams() {
+    masr::toolkit::register_all();
+    return load_s2s();
+  }
+  masr::hparams::Hparams hp = hparams();
+  AsrTask task{hp};
+  at::Device cuda{at::kCUDA, 0};
+  std::vector<at::Tensor> params;
+  GraphedSteps::LossFn fn;
+  CudaS2s() {
+    task.to(cuda);
+    const auto options = loss_options();
+    prepare_task(task, options);
+    params = task.parameters();
+    fn = task.loss_of_inputs(options);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the split forward equals forward(): the same loss", "[train]") {
@@ -619,15 +640,11 @@ TEST_CASE("a capture that copies from the host falls back to steps op by op", "[
 TEST_CASE("turning capturing on captures the shapes seen so far, and those other ranks saw",
           "[.cuda]") {
   if (!torch::cuda::is_available()) FAIL("no CUDA device");
-  masr::toolkit::register_all();
-  const auto hp = load_s2s();
-  AsrTask task(hp);
-  const at::Device cuda(at::kCUDA, 0);
-  task.to(cuda);
-  const auto options = loss_options();
-  prepare_task(task, options);
-  const std::vector<at::Tensor> params = task.parameters();
-  const auto fn = task.loss_of_inputs(options);
+  CudaS2s s2s;
+  AsrTask& task = s2s.task;
+  const at::Device cuda = s2s.cuda;
+  const std::vector<at::Tensor>& params = s2s.params;
+  const GraphedSteps::LossFn& fn = s2s.fn;
   auto batch_of = [&](int shape, int round) {
     return random_batch(2 + shape, 16000 + 8000 * shape, 5 + shape, 200 + 10 * round + shape)
         .to(cuda);
@@ -673,15 +690,11 @@ TEST_CASE(
     "a batch of a new shape padded into a held graph's replays it: its own loss and gradients",
     "[.cuda]") {
   if (!torch::cuda::is_available()) FAIL("no CUDA device");
-  masr::toolkit::register_all();
-  const auto hp = load_s2s();
-  AsrTask task(hp);
-  const at::Device cuda(at::kCUDA, 0);
-  task.to(cuda);
-  const auto options = loss_options();
-  prepare_task(task, options);
-  const std::vector<at::Tensor> params = task.parameters();
-  const auto fn = task.loss_of_inputs(options);
+  CudaS2s s2s;
+  AsrTask& task = s2s.task;
+  const at::Device cuda = s2s.cuda;
+  const std::vector<at::Tensor>& params = s2s.params;
+  const GraphedSteps::LossFn& fn = s2s.fn;
   GraphedSteps graphed(params, /*capture=*/true);
   GraphedSteps eager(params, /*capture=*/false);
   graphed.set_capturing(true);
@@ -725,15 +738,11 @@ TEST_CASE(
 TEST_CASE("capture_ahead: shapes told beforehand are captured with the next step, not padded ones",
           "[.cuda]") {
   if (!torch::cuda::is_available()) FAIL("no CUDA device");
-  masr::toolkit::register_all();
-  const auto hp = load_s2s();
-  AsrTask task(hp);
-  const at::Device cuda(at::kCUDA, 0);
-  task.to(cuda);
-  const auto options = loss_options();
-  prepare_task(task, options);
-  const std::vector<at::Tensor> params = task.parameters();
-  const auto fn = task.loss_of_inputs(options);
+  CudaS2s s2s;
+  AsrTask& task = s2s.task;
+  const at::Device cuda = s2s.cuda;
+  const std::vector<at::Tensor>& params = s2s.params;
+  const GraphedSteps::LossFn& fn = s2s.fn;
   GraphedSteps graphed(params, /*capture=*/true);
   graphed.set_inputs_like(&ModelInputs::like);
   GraphedSteps eager(params, /*capture=*/false);
