@@ -61,53 +61,60 @@ __device__ __forceinline__ float pre_activation(const ConvParams& p, int64_t b, 
   return acc;
 }
 
+// Channel-fastest layout: grid x over the batch * time rows, y over blocks of channels (no 64-bit
+// division per element: that alone cost more than the memory traffic); i is the element's index in
+// (batch, time, channels) order.
+struct ChannelMajorIndex {
+  int64_t b, t, d, i, len;
+  bool in_range;
+};
+__device__ __forceinline__ ChannelMajorIndex channel_major_index(const ConvParams& p) {
+  ChannelMajorIndex x;
+  const int64_t row = blockIdx.x;
+  x.d = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+  x.b = row / p.time;
+  x.t = row - x.b * p.time;
+  x.i = row * p.channels + x.d;
+  x.in_range = x.d < p.channels;
+  x.len = length_of(p, x.b);
+  return x;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads) forward_kernel(ConvParams p, T* u) {
-  // Grid: x over the batch * time rows, y over blocks of channels (no 64-bit division per
-  // element: that alone cost more than the memory traffic).
-  const int64_t row = blockIdx.x, d = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
-  if (d >= p.channels) return;
-  const int64_t b = row / p.time, t = row - b * p.time, i = row * p.channels + d;
-  const int64_t len = length_of(p, b);
-  const float a = t < len ? pre_activation<T>(p, b, d, t, len) : 0.f;
-  store_float(u, i, a * sigmoid(a));
+  const ChannelMajorIndex x = channel_major_index(p);
+  if (!x.in_range) return;
+  const float a = x.t < x.len ? pre_activation<T>(p, x.b, x.d, x.t, x.len) : 0.f;
+  store_float(u, x.i, a * sigmoid(a));
 }
 
 // gp = gu * silu'(pre), in (batch, time, channels) order.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) grad_pre_kernel(ConvParams p, ConvGrads g) {
-  // Grid: x over the batch * time rows, y over blocks of channels (no 64-bit division per
-  // element: that alone cost more than the memory traffic).
-  const int64_t row = blockIdx.x, d = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
-  if (d >= p.channels) return;
-  const int64_t b = row / p.time, t = row - b * p.time, i = row * p.channels + d;
-  const int64_t len = length_of(p, b);
-  if (t >= len) {
-    g.gp[i] = 0.f;
+  const ChannelMajorIndex x = channel_major_index(p);
+  if (!x.in_range) return;
+  if (x.t >= x.len) {
+    g.gp[x.i] = 0.f;
     return;
   }
-  const float a = pre_activation<T>(p, b, d, t, len), s = sigmoid(a);
+  const float a = pre_activation<T>(p, x.b, x.d, x.t, x.len), s = sigmoid(a);
   const float gu = load_float(static_cast<const T*>(g.gu),
-                              b * g.gu_stride_b + d * g.gu_stride_d + t * g.gu_stride_t);
-  g.gp[i] = gu * s * (1.f + a * (1.f - s));
+                              x.b * g.gu_stride_b + x.d * g.gu_stride_d + x.t * g.gu_stride_t);
+  g.gp[x.i] = gu * s * (1.f + a * (1.f - s));
 }
 
 // dx[b, d, t] = sum_m w[d, m] * gp[b, t - s_m, d] (the frames whose tap m read frame t).
 template <typename T>
 __global__ void __launch_bounds__(kThreads) grad_x_kernel(ConvParams p, ConvGrads g) {
-  // Grid: x over the batch * time rows, y over blocks of channels (no 64-bit division per
-  // element: that alone cost more than the memory traffic).
-  const int64_t row = blockIdx.x, d = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
-  if (d >= p.channels) return;
-  const int64_t b = row / p.time, t = row - b * p.time, i = row * p.channels + d;
-  const int64_t len = length_of(p, b);
+  const ChannelMajorIndex x = channel_major_index(p);
+  if (!x.in_range) return;
   float acc = 0.f;
-  for (int m = 0; m < p.width && t < len; ++m) {
-    const int64_t o = t - tap_offset(p, m);
-    if (o >= 0 && o < len)
-      acc = fmaf(p.w[d * p.width + m], g.gp[(b * p.time + o) * p.channels + d], acc);
+  for (int m = 0; m < p.width && x.t < x.len; ++m) {
+    const int64_t o = x.t - tap_offset(p, m);
+    if (o >= 0 && o < x.len)
+      acc = fmaf(p.w[x.d * p.width + m], g.gp[(x.b * p.time + o) * p.channels + x.d], acc);
   }
-  store_float(static_cast<T*>(g.dx), i, acc);
+  store_float(static_cast<T*>(g.dx), x.i, acc);
 }
 
 // Row group r (a fixed run of the batch * time rows) sums, for each channel, gp * x at every tap

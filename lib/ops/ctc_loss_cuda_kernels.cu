@@ -64,6 +64,38 @@ int threads_for(int64_t states) {
   return static_cast<int>(t > kMaxThreads ? kMaxThreads : t);
 }
 
+// The shared memory of the alpha and beta recursions: the labels of the utterance's states, then
+// two rows of alpha (or beta), frame t's (written) and the one before it in the recursion (read),
+// alternating with t's parity.
+struct RecursionRows {
+  int* label;
+  float* even;
+  float* odd;
+  __device__ float* row(int64_t t) const { return (t & 1) ? odd : even; }
+  __device__ const float* previous(int64_t t) const { return (t & 1) ? even : odd; }
+};
+
+// Sets up the rows of utterance b and reads its states' labels (*bad as state_label's).
+__device__ RecursionRows recursion_rows(float* shared, const CtcParams& p, int64_t b,
+                                        const Utterance& u, int* bad) {
+  const int64_t n = states_of(p);
+  RecursionRows r{reinterpret_cast<int*>(shared), shared + n, shared + 2 * n};
+  for (int s = threadIdx.x; s < u.states; s += blockDim.x) r.label[s] = state_label(p, b, s, bad);
+  __syncthreads();
+  return r;
+}
+
+// em[k] = lp_t[label of state threadIdx.x + k * blockDim.x]: the thread's emissions of frame t, or
+// -inf past the utterance's states.
+__device__ __forceinline__ void load_emissions(const float* lp_t, const int* label, int states,
+                                               float* em) {
+#pragma unroll
+  for (int k = 0; k < kStatesPerThread; ++k) {
+    const int s = threadIdx.x + k * blockDim.x;
+    em[k] = s < states ? lp_t[label[s]] : -INFINITY;
+  }
+}
+
 // log alpha_t(s) = lp_t(l_s) + log(a_{t-1}(s) + a_{t-1}(s-1) + [l_s != l_{s-2}] a_{t-1}(s-2)),
 // a = alpha. Shared memory: the labels of the states, then two rows of alpha (t - 1 and t).
 __global__ void __launch_bounds__(kMaxThreads)
@@ -72,26 +104,19 @@ __global__ void __launch_bounds__(kMaxThreads)
   __shared__ int bad;
   const int64_t b = blockIdx.x, n = states_of(p);
   const Utterance u = utterance_of(p, b);
-  int* label = reinterpret_cast<int*>(shared);
-  float* const even = shared + n;
-  float* const odd = shared + 2 * n;
   if (threadIdx.x == 0) bad = 0;
   __syncthreads();
-  for (int s = threadIdx.x; s < u.states; s += blockDim.x) label[s] = state_label(p, b, s, &bad);
-  __syncthreads();
+  const RecursionRows rows = recursion_rows(shared, p, b, u, &bad);
+  const int* label = rows.label;
 
   const float* lp = p.log_probs + b * p.time * p.vocab;
   float* out = alphas + b * p.time * n;
   // Each thread's emissions for the next frame, loaded one step ahead to hide their latency.
   float em[kStatesPerThread];
-#pragma unroll
-  for (int k = 0; k < kStatesPerThread; ++k) {
-    const int s = threadIdx.x + k * blockDim.x;
-    em[k] = (s < u.states && u.frames > 0) ? lp[label[s]] : -INFINITY;
-  }
+  if (u.frames > 0) load_emissions(lp, label, u.states, em);
   for (int64_t t = 0; t < u.frames; ++t) {
-    const float* prev = (t & 1) ? even : odd;
-    float* cur = (t & 1) ? odd : even;
+    const float* prev = rows.previous(t);
+    float* cur = rows.row(t);
 #pragma unroll
     for (int k = 0; k < kStatesPerThread; ++k) {
       const int s = threadIdx.x + k * blockDim.x;
@@ -115,7 +140,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   if (u.frames == 0) {
     ll = u.labels == 0 ? 0.f : -INFINITY;
   } else {
-    const float* last = ((u.frames - 1) & 1) ? odd : even;
+    const float* last = rows.row(u.frames - 1);
     ll = log_add3(last[u.states - 1], u.labels > 0 ? last[u.states - 2] : -INFINITY, -INFINITY);
   }
   const float value = bad ? NAN : -ll;
@@ -132,11 +157,8 @@ __global__ void __launch_bounds__(kMaxThreads) beta_kernel(CtcParams p, CtcGrads
   const int64_t b = blockIdx.x, n = states_of(p);
   const Utterance u = utterance_of(p, b);
   const int blank = static_cast<int>(p.blank);
-  int* label = reinterpret_cast<int*>(shared);
-  float* const even = shared + n;
-  float* const odd = shared + 2 * n;
-  for (int s = threadIdx.x; s < u.states; s += blockDim.x) label[s] = state_label(p, b, s, nullptr);
-  __syncthreads();
+  const RecursionRows rows = recursion_rows(shared, p, b, u, nullptr);
+  const int* label = rows.label;
   int32_t* next = g.links + b * n;
   int32_t* first = g.links + (p.batch + b) * n;
   for (int s = threadIdx.x; s < u.states; s += blockDim.x) {
@@ -166,15 +188,15 @@ __global__ void __launch_bounds__(kMaxThreads) beta_kernel(CtcParams p, CtcGrads
   float* ab = g.ab + b * p.time * n;
   const int64_t last = u.frames - 1;
   float em[kStatesPerThread], al[kStatesPerThread];
+  load_emissions(lp + last * p.vocab, label, u.states, em);
 #pragma unroll
   for (int k = 0; k < kStatesPerThread; ++k) {
     const int s = threadIdx.x + k * blockDim.x;
-    em[k] = s < u.states ? lp[last * p.vocab + label[s]] : -INFINITY;
     al[k] = s < u.states ? alpha[last * n + s] : -INFINITY;
   }
   for (int64_t t = last; t >= 0; --t) {
-    const float* prev = (t & 1) ? even : odd;
-    float* cur = (t & 1) ? odd : even;
+    const float* prev = rows.previous(t);
+    float* cur = rows.row(t);
 #pragma unroll
     for (int k = 0; k < kStatesPerThread; ++k) {
       const int s = threadIdx.x + k * blockDim.x;

@@ -83,6 +83,13 @@ cuda::RowStrides strides_of(const at::Tensor& t) {
   return s;
 }
 
+// A tensor as the kernels take it: its data (null when undefined) and its RowStrides.
+template <typename Data>
+void bind(const at::Tensor& t, Data*& data, cuda::RowStrides& strides) {
+  data = t.defined() ? t.data_ptr() : nullptr;
+  strides = strides_of(t);
+}
+
 cuda::ScanParams params_of(const CudaScanInputs& in) {
   cuda::ScanParams p;
   p.batch = in.u.size(0);
@@ -90,20 +97,15 @@ cuda::ScanParams params_of(const CudaScanInputs& in) {
   p.time = in.u.size(2);
   p.state = in.A.size(1);
   p.dtype = cuda_kernel_dtype(in.u.scalar_type());
-  p.u = in.u.data_ptr();
-  p.delta = in.delta.data_ptr();
-  p.B = in.B.data_ptr();
-  p.C = in.C.data_ptr();
-  p.z = in.z.defined() ? in.z.data_ptr() : nullptr;
+  bind(in.u, p.u, p.u_s);
+  bind(in.delta, p.delta, p.delta_s);
+  bind(in.B, p.B, p.B_s);
+  bind(in.C, p.C, p.C_s);
+  bind(in.z, p.z, p.z_s);
   p.A = in.A.data_ptr<float>();
   p.D = in.D.defined() ? in.D.data_ptr<float>() : nullptr;
   p.bias = in.bias.defined() ? in.bias.data_ptr<float>() : nullptr;
   p.lengths = in.lengths.data_ptr<int64_t>();
-  p.u_s = strides_of(in.u);
-  p.delta_s = strides_of(in.delta);
-  p.z_s = strides_of(in.z);
-  p.B_s = strides_of(in.B);
-  p.C_s = strides_of(in.C);
   p.out_scale = static_cast<float>(in.options.output_scale);
   p.softplus = in.options.delta_softplus;
   p.reverse = in.options.reverse;
@@ -287,8 +289,7 @@ ForwardLaunch forward_launch(const CudaScanInputs& in, bool keep_checkpoints) {
   ForwardLaunch l;
   l.p = params_of(in);
   l.f.out = at::empty_like(in.u);  // u's layout where u is dense (time-major projections)
-  l.io.out = l.f.out.data_ptr();
-  l.io.out_s = strides_of(l.f.out);
+  bind(l.f.out, l.io.out, l.io.out_s);
   if (keep_checkpoints) {
     l.f.checkpoints =
         at::empty({cuda::scan_checkpoint_floats(l.p)}, in.u.options().dtype(at::kFloat));
@@ -331,23 +332,17 @@ BackwardLaunch backward_launch(const CudaScanInputs& in, const at::Tensor& check
   l.dbias_rows = at::empty({p.batch, p.channels}, f32);
   l.workspace = at::empty({cuda::scan_workspace_floats(p)}, f32);
   cuda::ScanBackwardIO& io = l.io;
-  io.dout = l.dy.data_ptr();
+  bind(l.dy, io.dout, io.dout_s);
+  bind(g.du, io.du, io.du_s);
+  bind(g.ddelta, io.ddelta, io.ddelta_s);
+  bind(g.dz, io.dz, io.dz_s);
+  bind(g.dB, io.dB, io.dB_s);
+  bind(g.dC, io.dC, io.dC_s);
   io.checkpoints = checkpoints.data_ptr<float>();
-  io.du = g.du.data_ptr();
-  io.ddelta = g.ddelta.data_ptr();
-  io.dz = g.dz.defined() ? g.dz.data_ptr() : nullptr;
-  io.dB = g.dB.data_ptr();
-  io.dC = g.dC.data_ptr();
   io.dA_rows = l.dA_rows.data_ptr<float>();
   io.dD_rows = l.dD_rows.data_ptr<float>();
   io.dbias_rows = l.dbias_rows.data_ptr<float>();
   io.workspace = l.workspace.data_ptr<float>();
-  io.dout_s = strides_of(l.dy);
-  io.du_s = strides_of(g.du);
-  io.ddelta_s = strides_of(g.ddelta);
-  io.dz_s = strides_of(g.dz);
-  io.dB_s = strides_of(g.dB);
-  io.dC_s = strides_of(g.dC);
   return l;
 }
 

@@ -674,6 +674,27 @@ const char* error_text(cudaError_t err) {
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
+template <typename T>
+struct Element {
+  using type = T;
+};
+
+// Checks that the two scans can share a launch, then calls launch(Element<T>) with the kernels'
+// element type; an empty scan launches nothing.
+template <typename Launch>
+const char* launch_pair(const ScanParams& p, const ScanParams& p1, Launch&& launch) {
+  if (!same_shape(p, p1)) return "the two scans of one launch differ in shape or type";
+  if (p.batch + p1.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
+  switch (p.dtype) {
+    case ScanDtype::kFloat32:
+      return error_text(launch(Element<float>()));
+    case ScanDtype::kFloat16:
+      return error_text(launch(Element<__half>()));
+    default:
+      return error_text(launch(Element<__nv_bfloat16>()));
+  }
+}
+
 }  // namespace
 
 int scan_max_state() { return kMaxWarps * kStates; }
@@ -696,32 +717,18 @@ const char* scan_backward(const ScanParams& p, const ScanBackwardIO& io, void* s
 
 const char* scan_forward_pair(const ScanParams& p, const ScanForwardIO& io, const ScanParams& p1,
                           const ScanForwardIO& io1, void* stream) {
-  if (!same_shape(p, p1)) return "the two scans of one launch differ in shape or type";
-  if (p.batch + p1.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (p.dtype) {
-    case ScanDtype::kFloat32:
-      return error_text(forward_typed<float>(p, io, p1, io1, s));
-    case ScanDtype::kFloat16:
-      return error_text(forward_typed<__half>(p, io, p1, io1, s));
-    default:
-      return error_text(forward_typed<__nv_bfloat16>(p, io, p1, io1, s));
-  }
+  return launch_pair(p, p1, [&](auto element) {
+    using T = typename decltype(element)::type;
+    return forward_typed<T>(p, io, p1, io1, static_cast<cudaStream_t>(stream));
+  });
 }
 
 const char* scan_backward_pair(const ScanParams& p, const ScanBackwardIO& io, const ScanParams& p1,
                            const ScanBackwardIO& io1, void* stream) {
-  if (!same_shape(p, p1)) return "the two scans of one launch differ in shape or type";
-  if (p.batch + p1.batch == 0 || p.channels == 0 || p.time == 0) return nullptr;
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (p.dtype) {
-    case ScanDtype::kFloat32:
-      return error_text(backward_typed<float>(p, io, p1, io1, s));
-    case ScanDtype::kFloat16:
-      return error_text(backward_typed<__half>(p, io, p1, io1, s));
-    default:
-      return error_text(backward_typed<__nv_bfloat16>(p, io, p1, io1, s));
-  }
+  return launch_pair(p, p1, [&](auto element) {
+    using T = typename decltype(element)::type;
+    return backward_typed<T>(p, io, p1, io1, static_cast<cudaStream_t>(stream));
+  });
 }
 
 }  // namespace masr::ops::cuda
