@@ -272,7 +272,8 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "stderr.\n\n"
       "Without --model, the bundled English model (models/" +
           std::string(kDefaultDecodeModel) +
-          ":\nsynthetic speech only, a smoke test) or $MASR_MODEL.\n\n"
+          ":\ntrained on synthetic speech only; its README.md says what it recognizes) or\n"
+          "$MASR_MODEL.\n\n"
           "Examples:\n"
           "  mamba-asr decode audio.wav\n"
           "  mamba-asr decode -m results/ctc/model.masr audio.wav\n"

@@ -146,7 +146,7 @@ TEST_CASE("decode and stream without --model: the bundled models beside the bina
   SECTION("decode takes the offline model") {
     decodes_example(exe, "",
                     Catch::Contains("no --model given: the bundled model") &&
-                        Catch::Contains("models/conmamba-ctc-synth-en"));
+                        Catch::Contains("models/conmamba-s2s-synth-en"));
   }
   SECTION("stream takes the causal model") {
     const auto r =
