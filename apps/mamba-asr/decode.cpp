@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "audio/raw_pcm.h"
 #include "bundled_model.h"
@@ -21,6 +22,7 @@
 #include "decode/recognizer.h"
 #include "decode/subtitle_cues.h"
 #include "decode/transcript_writer.h"
+#include "model_defaults.h"
 #include "models/asr_model.h"
 #include "runtime/device.h"
 #include "text/scoring.h"
@@ -34,7 +36,7 @@ struct DecodeOptions {
   decode::RecognizerConfig recognizer;  // model, device, search and its options, LMs
   std::string search = "auto";          // parsed into recognizer.decode.search
   std::vector<std::string> inputs;
-  std::string data_root;  // fills a CSV's $data_root, as SpeechBrain's replacements do
+  std::string data_root;        // fills a CSV's $data_root, as SpeechBrain's replacements do
   std::string format = "text";  // parsed into `formats`; txt when only --output-dir is given
   std::string output_dir;
   std::string ref;
@@ -43,6 +45,7 @@ struct DecodeOptions {
   int beam = 10;
   std::string raw_pcm;  // "s16le:16000": inputs are headerless PCM
   decode::SubtitleOptions subtitles;
+  bool no_model_defaults = false;  // ignore the model folder's decode.json
 };
 
 std::map<std::string, std::string> read_references(const std::string& path) {
@@ -69,9 +72,40 @@ bool looks_like_arpa(const std::string& path) {
   return line.rfind("\\data\\", 0) == 0;
 }
 
+// The model folder's decode.json (model_defaults.h): each option the command line does not give
+// is set as if it had been given, through the option's own conversion and checks. Returns the
+// options it set.
+std::set<std::string> apply_model_defaults(DecodeOptions& o, CLI::App& cmd) {
+  if (o.no_model_defaults || !o.recognizer.hparams.empty()) return {};
+  const ModelDefaults defaults = read_model_defaults(o.recognizer.model);
+  std::set<std::string> applied;
+  std::string said;
+  for (const auto& [option, value] : defaults.options) {
+    CLI::Option* opt = cmd.get_option(option);
+    if (opt->count() > 0) continue;  // the command line wins
+    try {
+      opt->add_result(value);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      throw_config_error(defaults.file + ": " + option + " " + value + ": " + e.what());
+    }
+    applied.insert(option);
+    said += " " + option + " " + value;
+  }
+  if (!applied.empty()) {
+    MASR_LOG_INFO(
+        "decode: the model's defaults (%s):%s; options given here win, "
+        "--no-model-defaults drops them",
+        defaults.file.c_str(), said.c_str());
+  }
+  return applied;
+}
+
 // Options given on the command line that the chosen search, format or chunking never reads: a
-// warning each, so that a run does not look like it used them.
-void warn_unused_options(const CLI::App& cmd, decode::Search search, const DecodeOptions& o,
+// warning each, so that a run does not look like it used them (those the model's defaults set
+// are not the user's: no warning).
+void warn_unused_options(const CLI::App& cmd, const std::set<std::string>& from_model,
+                         decode::Search search, const DecodeOptions& o,
                          const std::vector<decode::OutputFormat>& formats) {
   using decode::Search;
   const bool beam =
@@ -117,7 +151,7 @@ void warn_unused_options(const CLI::App& cmd, decode::Search search, const Decod
       {"--chunk-context", o.transcribe.chunking.chunk_seconds > 0, "--chunk-seconds above 0"},
   };
   for (const Rule& r : rules) {
-    if (r.used || cmd.count(r.option) == 0) continue;
+    if (r.used || cmd.count(r.option) == 0 || from_model.count(r.option) > 0) continue;
     MASR_LOG_WARN("%s has no effect here (%s; it needs %s)", r.option, mode.c_str(), r.needs);
   }
 }
@@ -161,9 +195,10 @@ class WerReport {
   text::ErrorRateStats wer_, cer_{true};
 };
 
-int run_decode(DecodeOptions& o, const GlobalOptions& global, const CLI::App& cmd) {
+int run_decode(DecodeOptions& o, const GlobalOptions& global, CLI::App& cmd) {
   runtime::apply_threads(global.threads);
   if (o.recognizer.model.empty()) o.recognizer.model = default_model("decode", kDefaultDecodeModel);
+  const std::set<std::string> from_model = apply_model_defaults(o, cmd);
   if (!o.recognizer.lm.empty() && looks_like_arpa(o.recognizer.lm)) {
     throw Error(ErrorKind::kUsage,
                 "decode: --lm takes a neural LM model file (mamba-asr train "
@@ -219,7 +254,7 @@ int run_decode(DecodeOptions& o, const GlobalOptions& global, const CLI::App& cm
   writer.check(rows.size());
   WerReport wer(o.ref.empty() ? std::map<std::string, std::string>() : read_references(o.ref),
                 o.wer_details);
-  warn_unused_options(cmd, recognizer->search(), o, formats);
+  warn_unused_options(cmd, from_model, recognizer->search(), o, formats);
   MASR_LOG_INFO("%s", decode_header(rows.size(), *recognizer, o).c_str());
   const auto start = std::chrono::steady_clock::now();
   decode::DecodeProgressDisplay progress(ProgressDisplay::detect(global.quiet));
@@ -273,7 +308,8 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "Without --model, the bundled English model (models/" +
           std::string(kDefaultDecodeModel) +
           ":\ntrained on synthetic speech only; its README.md says what it recognizes) or\n"
-          "$MASR_MODEL.\n\n"
+          "$MASR_MODEL. A model folder's decode.json sets the options not given here (the search\n"
+          "and LM the model was measured with; --no-model-defaults ignores it).\n\n"
           "Examples:\n"
           "  mamba-asr decode audio.wav\n"
           "  mamba-asr decode -m results/ctc/model.masr audio.wav\n"
@@ -287,6 +323,9 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
                   std::string("A trained model (file or folder); without it, $MASR_MODEL or the "
                               "bundled models/") +
                       kDefaultDecodeModel);
+  cmd->add_flag("--no-model-defaults", o.no_model_defaults,
+                "Ignore the model folder's decode.json (the search and LM it was measured with, "
+                "which decode takes for every option not given here; docs/decode.md)");
   cmd->add_option(
       "--hparams", o.recognizer.hparams,
       "With a SpeechBrain / Mamba-ASR checkpoint folder as --model: the hparams it was "
@@ -420,12 +459,13 @@ Runner add_decode_command(CLI::App& app, GlobalOptions& global) {
       "Model arithmetic. CUDA: fp32, or bf16 / fp16 autocast (faster). CPU: fp32, or "
       "int8: the encoder's Linear layers (ConMamba models) run as LibTorch dynamic "
       "int8 layers, weights quantized per output channel once at load, inputs per "
-      "frame; front end, scan and CTC head stay fp32. Measured with the bundled model "
+      "frame; front end, scan and CTC head stay fp32. Measured with models/conmamba-ctc-synth-en "
       "(208 test utterances, greedy): WER 27.06 % fp32, 26.94 % int8; on a loaded "
       "2-core VM no speed gain worth naming (docs/decode.md, \"int8 on CPUs\")");
-  cmd->add_option("--word-start-shift", o.recognizer.decode.word_start_shift,
-                  "Seconds word start times are moved earlier (CTC emits a word's first token "
-                  "after its onset; 0.052 measured for the bundled model, docs/timestamps.md)")
+  cmd->add_option(
+         "--word-start-shift", o.recognizer.decode.word_start_shift,
+         "Seconds word start times are moved earlier (CTC emits a word's first token "
+         "after its onset; 0.052 measured for models/conmamba-ctc-synth-en, docs/timestamps.md)")
       ->capture_default_str()
       ->check(CLI::Range(-1.0, 1.0));
   cmd->add_option("--rescore-ctc-weight", o.recognizer.decode.rescoring.ctc_weight,

@@ -1,10 +1,10 @@
 // tests/cli/test_bundled_model.cpp
-// The bundled models (models/conmamba-ctc-synth-en, and the causal
-// models/conmamba-ctc-causal-synth-en) decode utterances of voices they never heard in training,
-// from a fresh checkout, with nothing but the binary; the causal one streams to the same text;
-// without --model, `decode` and `stream` find them beside the binary (or take $MASR_MODEL);
-// `convert` rewrites model files; the S2S model of the GPU sessions
-// (models/conmamba-s2s-synth-en) decodes the same held-out utterances with its attention decoder.
+// The bundled models (models/conmamba-s2s-synth-en, decode's default, with its decode.json;
+// models/conmamba-ctc-synth-en; the causal models/conmamba-ctc-causal-synth-en) decode utterances
+// of voices they never heard in training, from a fresh checkout, with nothing but the binary; the
+// causal one streams to the same text; without --model, `decode` and `stream` find them beside
+// the binary (or take $MASR_MODEL); a model folder's decode.json gives decode the options the
+// command line leaves out; `convert` rewrites model files.
 #include <unistd.h>
 
 #include <filesystem>
@@ -57,9 +57,9 @@ double cer_of(const std::string& output) {
 TEST_CASE("bundled model: decodes held-out synthetic utterances", "[cli][bundled]") {
   const std::string examples = kModel + "/examples";
   SECTION("two test-voice utterances come out exactly") {
-    const auto r = run_cli("-q decode --model " + kModel + "/model.masr --search greedy " +
-                           examples + "/en_us_nyc_m4-000499.wav " + examples +
-                           "/en_gb_x_gbcwmd_m5-002757.wav");
+    const auto r =
+        run_cli("-q decode --model " + kModel + "/model.masr --search greedy " + examples +
+                "/en_us_nyc_m4-000499.wav " + examples + "/en_gb_x_gbcwmd_m5-002757.wav");
     INFO(r.output);
     REQUIRE(r.code == 0);
     CHECK(r.output.find("en_us_nyc_m4-000499 IT IS A PERIOD OF SYSTEM WAR\n") != std::string::npos);
@@ -77,20 +77,83 @@ TEST_CASE("bundled model: decodes held-out synthetic utterances", "[cli][bundled
   }
 }
 
-TEST_CASE("bundled S2S model: decodes held-out synthetic utterances with its own search",
+TEST_CASE("bundled S2S model: decodes held-out synthetic utterances as its decode.json says",
           "[cli][bundled]") {
   // The CTC model's examples: test voices of the same generator and seed, never heard by either
-  // model. Measured with this model (2026-11-29, session i's weights): 4 character errors of 131
-  // (3.1 % CER), two of the three exact; its default search is the attention beam search of its
-  // hparams.
+  // model. Its decode.json: the CTC head's beam search with the word 2-gram beside it, measured
+  // (2026-11-29, session i's weights) at no error in the three; with --no-model-defaults its
+  // hparams' attention beam search, 4 character errors of 131 (3.1 % CER), two of three exact.
   const std::string examples = kModel + "/examples";
-  const auto r = run_cli("decode --model " + kS2s + " --ref " + examples + "/text " + examples);
-  INFO(r.output);
-  REQUIRE(r.code == 0);
-  CHECK(r.output.find("decoding 3 utterances with s2s search") != std::string::npos);
-  CHECK(r.output.find("en_us_nyc_m4-000499 IT IS A PERIOD OF SYSTEM WAR\n") != std::string::npos);
-  CHECK(r.output.find("en_gb_x_gbcwmd_m5-002757 TELL ME A JOKE\n") != std::string::npos);
-  CHECK(cer_of(r.output) <= 8.0);
+  SECTION("the model's defaults: CTC beam search with the word 2-gram") {
+    const auto r = run_cli("decode --model " + kS2s + " --ref " + examples + "/text " + examples);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("the model's defaults (" + kS2s + "/decode.json)"));
+    CHECK_THAT(r.output, Catch::Contains("decoding 3 utterances with ctc-beam search and the ARPA "
+                                         "LM " +
+                                         kS2s + "/words-2gram.arpa"));
+    CHECK(r.output.find("en_us_nyc_m4-000499 IT IS A PERIOD OF SYSTEM WAR\n") != std::string::npos);
+    CHECK(r.output.find("en_gb_x_gbcwmd_m5-002757 TELL ME A JOKE\n") != std::string::npos);
+    CHECK(cer_of(r.output) <= 8.0);
+  }
+  SECTION("--no-model-defaults: the attention beam search of its hparams") {
+    const auto r = run_cli("decode --no-model-defaults --model " + kS2s + " --ref " + examples +
+                           "/text " + examples);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK(r.output.find("the model's defaults") == std::string::npos);
+    CHECK(r.output.find("decoding 3 utterances with s2s search on") != std::string::npos);
+    CHECK(r.output.find("en_us_nyc_m4-000499 IT IS A PERIOD OF SYSTEM WAR\n") != std::string::npos);
+    CHECK(r.output.find("en_gb_x_gbcwmd_m5-002757 TELL ME A JOKE\n") != std::string::npos);
+    CHECK(cer_of(r.output) <= 8.0);
+  }
+}
+
+TEST_CASE("a model folder's decode.json: options the command line leaves out; errors name it",
+          "[cli][bundled]") {
+  masr::testing::CliScratch scratch("model-defaults");
+  const std::string model = scratch.copy(kS2s + "/model.masr", "m/model.masr");
+  const std::string wav = kModel + "/examples/en_us_nyc_m4-000499.wav";
+  const auto decode = [&](const std::string& json, const std::string& args) {
+    scratch.write("m/decode.json", json);
+    return run_cli("decode " + args + " " + wav);
+  };
+  // Named as the folder or as the file in it.
+  for (const std::string& m : {scratch.file("m"), model}) {
+    auto r = decode(R"({"search": "greedy", "beam": 3})", "-m " + m);
+    INFO(r.output);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("--beam 3 --search greedy;"));
+    CHECK_THAT(r.output, Catch::Contains("with greedy search"));
+    CHECK(transcripts(r.output)["en_us_nyc_m4-000499"] == "IT IS A PERIOD OF SYSTEM WAR");
+    // The command line wins, and the defaults it did not take raise no "has no effect" warning.
+    r = decode(R"({"search": "greedy", "beam": 3, "word-bonus": 2})", "-m " + m + " --search s2s");
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("with s2s search"));
+    CHECK_THAT(r.output, Catch::Contains("--beam 3 --word-bonus 2;"));
+    CHECK(r.output.find("has no effect") == std::string::npos);
+  }
+  const std::string file = scratch.file("m/decode.json");
+  const std::string m = "-m " + scratch.file("m");
+  const std::pair<const char*, const char*> bad[] = {
+      {"{bad", "not valid JSON"},
+      {"[1, 2]", "expected a JSON object of decode options"},
+      {R"({"frob": 1})", "unknown key \"frob\" (known: search, beam,"},
+      {R"({"beam": true})", "\"beam\" must be a string or a number"},
+      {R"({"arpa": "none.arpa"})", "\"arpa\" names '"},
+      {R"({"beam": 0})", "--beam 0: --beam: Value 0 not in range 1 to 10000"},
+      {R"({"search": "best"})", "--search best:"},
+  };
+  for (const auto& [json, says] : bad) {
+    const auto r = decode(json, m);
+    INFO(json << ": " << r.output);
+    CHECK(r.code == 3);
+    CHECK_THAT(r.output, Catch::Contains(file + ": " + says));
+  }
+  // --no-model-defaults reads no decode.json, not even a broken one.
+  const auto r = decode("{bad", m + " --no-model-defaults --search greedy");
+  CHECK(r.code == 0);
+  CHECK(transcripts(r.output)["en_us_nyc_m4-000499"] == "IT IS A PERIOD OF SYSTEM WAR");
 }
 
 TEST_CASE("bundled causal model: decodes held-out accents and streams to the same text",
@@ -180,7 +243,8 @@ TEST_CASE("convert: float16 and float32 weight storage through the binary", "[cl
   const auto up = run_cli("-q convert " + kCausal + "/model.masr " + wide + " --weights fp32");
   INFO(up.output);
   REQUIRE(up.code == 0);
-  CHECK(std::filesystem::file_size(wide) > std::filesystem::file_size(kCausal + "/model.masr") * 19 / 10);
+  CHECK(std::filesystem::file_size(wide) >
+        std::filesystem::file_size(kCausal + "/model.masr") * 19 / 10);
   const auto down = run_cli("convert " + wide + " " + narrow);  // fp16 is the default
   INFO(down.output);
   REQUIRE(down.code == 0);
@@ -211,8 +275,8 @@ TEST_CASE("bench long-audio: peak memory per length, and a bound that fails the 
   // 70 s of the examples looped: three 30 s windows, the bundled model's default chunking.
   std::string bench = "--threads 1 bench long-audio --model " + kModel +
                       " --lengths 70 --warmup 0 --repeat 1 --json";
-  for (const char* name : {"en_gb_x_gbclan_m1-000167", "en_gb_x_gbcwmd_m5-002757",
-                           "en_us_nyc_m4-000499"})
+  for (const char* name :
+       {"en_gb_x_gbclan_m1-000167", "en_gb_x_gbcwmd_m5-002757", "en_us_nyc_m4-000499"})
     bench += " --input " + kModel + "/examples/" + name + ".wav";
   bench += " --memory-limit ";
   auto r = run_cli(bench + "100000");
@@ -236,5 +300,6 @@ TEST_CASE("bench long-audio: peak memory per length, and a bound that fails the 
 
   r = run_cli(bench + "1");
   CHECK(r.code == 1);
-  CHECK_THAT(r.output, Catch::Contains("FAILED: peak") && Catch::Contains("over --memory-limit 1 MiB"));
+  CHECK_THAT(r.output,
+             Catch::Contains("FAILED: peak") && Catch::Contains("over --memory-limit 1 MiB"));
 }
