@@ -26,14 +26,16 @@ SpeedPerturb::SpeedPerturb(SpeedPerturbConfig config) : config_(std::move(config
   config_.validate();
 }
 
+int SpeedPerturb::rate_at(int speed) const {
+  return static_cast<int>(static_cast<long long>(config_.orig_freq) * speed / 100);
+}
+
 int64_t SpeedPerturb::length_at(int64_t n, int speed) const {
-  const long long new_freq = static_cast<long long>(config_.orig_freq) * speed / 100;
-  return resampled_length(n, config_.orig_freq, static_cast<int>(new_freq));
+  return resampled_length(n, config_.orig_freq, rate_at(speed));
 }
 
 std::vector<float> SpeedPerturb::apply(const std::vector<float>& samples, int speed) const {
-  const int new_freq = static_cast<int>(static_cast<long long>(config_.orig_freq) * speed / 100);
-  return resample(samples, config_.orig_freq, new_freq);
+  return resample(samples, config_.orig_freq, rate_at(speed));
 }
 
 int SpeedPerturb::draw(std::mt19937_64& rng) const {

@@ -37,6 +37,10 @@ class SpeedPerturb {
   const SpeedPerturbConfig& config() const { return config_; }
 
  private:
+  // The rate the audio is resampled to at `speed` percent (SpeechBrain's orig_freq * speed // 100),
+  // shared by apply and length_at so that a planned length is the made one.
+  int rate_at(int speed) const;
+
   SpeedPerturbConfig config_;
 };
 
